@@ -1,0 +1,49 @@
+# cpuhp-kunit: thin wrapper over tools/; `make help` lists targets and knobs.
+KVER    ?= 6.12
+SMP     ?= 4
+FILTER  ?=
+CONFIG  ?= default
+TIMEOUT ?= 600
+PYTHON  ?= python3
+
+RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
+	   --timeout '$(TIMEOUT)'
+
+.PHONY: help run test tools-test prepare bench checkpatch clean-cache
+
+help:
+	@echo 'targets:'
+	@echo '  run          prepare the cached tree, build, boot in QEMU, judge -> out/$(KVER)/'
+	@echo '  test         tools-test, then run (what CI runs)'
+	@echo '  tools-test   the tools own tests on recorded KTAP and console samples'
+	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
+	@echo '  bench        measure cold/warm/edit-one-file/boot times (tools/bench.sh)'
+	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/'
+	@echo '  clean-cache  delete the cached trees and build directories'
+	@echo 'knobs (current value):'
+	@echo '  KVER=$(KVER)      kernel series: linux-source-$$KVER from Debian'
+	@echo '  SMP=$(SMP)          CPUs of the QEMU guest'
+	@echo '  FILTER=$(FILTER)  kunit.py filter_glob, e.g. FILTER=timekeeping_crosststamp.*'
+	@echo '  CONFIG=$(CONFIG)  fragment kconfigs/$$CONFIG.config'
+	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
+	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
+
+run:
+	$(PYTHON) tools/cpuhpk/run.py $(RUN_ARGS)
+
+tools-test:
+	$(PYTHON) -m unittest discover -s tools/tests -t tools
+
+test: tools-test run
+
+prepare:
+	$(PYTHON) tools/cpuhpk/tree.py --kver '$(KVER)'
+
+bench:
+	sh tools/bench.sh
+
+checkpatch:
+	sh tools/checkpatch.sh '$(KVER)'
+
+clean-cache:
+	rm -rf "$${CPUHP_KUNIT_CACHE:-$$HOME/.cache/cpuhp-kunit}"
