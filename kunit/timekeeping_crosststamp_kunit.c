@@ -295,6 +295,36 @@ static void crosststamp_other_clocksource(struct kunit *test)
 			    "cs_id %d after it was unregistered", test_id);
 }
 
+/* Move CLOCK_REALTIME by @ns. */
+static void crosststamp_shift_realtime(s64 ns)
+{
+	struct timespec64 ts;
+
+	ktime_get_real_ts64(&ts);
+	ts = timespec64_add(ts, ns_to_timespec64(ns));
+	do_settimeofday64(&ts);
+}
+
+static void crosststamp_unshift_realtime(void *ns)
+{
+	crosststamp_shift_realtime(-*(s64 *)ns);
+}
+
+/*
+ * Realtime as booted, and moved by a fraction of a second: as booted, realtime
+ * and monotonic raw differ by whole seconds only, so a conversion that mixed
+ * them up would go unnoticed.
+ */
+static const s64 crosststamp_realtime_shifts[] = { 0, NSEC_PER_SEC / 3 };
+
+static void crosststamp_realtime_shift_desc(const s64 *ns, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "realtime%+lldns", *ns);
+}
+
+KUNIT_ARRAY_PARAM(crosststamp_realtime_shift, crosststamp_realtime_shifts,
+		  crosststamp_realtime_shift_desc);
+
 /*
  * A counter value of now, of the current clocksource: realtime and monotonic
  * raw are exactly what ktime_get_snapshot() computed for the same value. No
@@ -306,10 +336,20 @@ static void crosststamp_current_clocksource(struct kunit *test)
 {
 	struct crosststamp_dev dev = { .counter_is_now = true };
 	struct system_device_crosststamp xt;
+	s64 *shift;
 
 	/* A CSID_GENERIC clocksource's counter cannot be cross-timestamped. */
 	if (crosststamp_current_id() == CSID_GENERIC)
 		crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0);
+
+	shift = kunit_kzalloc(test, sizeof(*shift), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, shift);
+	*shift = *(const s64 *)test->param_value;
+	if (*shift) {
+		crosststamp_shift_realtime(*shift);
+		KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_unshift_realtime,
+								shift), 0);
+	}
 
 	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, NULL, &xt), 0);
 	KUNIT_EXPECT_EQ(test, xt.device, CROSSTSTAMP_DEVICE_TIME);
@@ -393,7 +433,7 @@ static struct kunit_case timekeeping_crosststamp_cases[] = {
 	KUNIT_CASE_PARAM(crosststamp_driver_error, crosststamp_driver_error_gen_params),
 	KUNIT_CASE(crosststamp_generic_id),
 	KUNIT_CASE(crosststamp_other_clocksource),
-	KUNIT_CASE(crosststamp_current_clocksource),
+	KUNIT_CASE_PARAM(crosststamp_current_clocksource, crosststamp_realtime_shift_gen_params),
 	KUNIT_CASE(crosststamp_history_interpolation),
 	KUNIT_CASE(crosststamp_history_clocksource_changed),
 	{}

@@ -91,17 +91,18 @@ def parse(lines: Sequence[str]) -> Test:
     A block (a 'KTAP version' header or a '# Subtest:' line, then a plan and
     results) at level L collects the results printed at level L; a block at
     L+1 that ends before a result at L holds that result's parameters.
-    Structural lines and '#' lines at level L end the blocks deeper than L;
-    any other line (an indented 'Expected ...', or the kernel's own messages
-    printed in between) is a diagnostic of the innermost open block, so a
+    Only structural lines (header, subtest, plan, result) at level L end the
+    blocks deeper than L. Any other line is a diagnostic of the innermost open
+    block: KUnit prints a parameter's failure one level above the parameter's
+    result, and the kernel's own messages are not indented at all, so a
     warning printed while a case runs lands in that case's diagnostics.
     """
     stack: List[_Frame] = []
 
-    def close_deeper(level: int) -> None:
+    def close_deeper(level: int, at_end: bool = False) -> None:
         while len(stack) > 1 and stack[-1].level > level:
             frame = stack.pop()
-            _flush_in_flight(frame)
+            _flush_in_flight(frame, at_end)
             stack[-1].closed = frame.block
 
     for raw in lines:
@@ -129,7 +130,7 @@ def parse(lines: Sequence[str]) -> Test:
                 stack.append(_Frame(level, Test(name=m.group(1).strip())))
             continue
         is_plan, is_result = PLAN.match(text), RESULT.match(text)
-        if not (is_plan or is_result or text.startswith('#')):
+        if not (is_plan or is_result):
             stack[-1].diagnostics.append(text)
             continue
         close_deeper(level)
@@ -137,9 +138,6 @@ def parse(lines: Sequence[str]) -> Test:
         if is_plan:
             if frame.block.plan is None:
                 frame.block.plan = int(is_plan.group(1))
-            continue
-        if not is_result:
-            frame.diagnostics.append(text)
             continue
         name = (is_result.group(3) or '').strip()
         test = frame.closed if frame.closed is not None and \
@@ -155,28 +153,29 @@ def parse(lines: Sequence[str]) -> Test:
 
     if not stack:
         return Test(name='', status=Status.PASS)
-    close_deeper(-1)
-    _flush_in_flight(stack[0])
+    close_deeper(-1, at_end=True)
+    _flush_in_flight(stack[0], at_end=True)
     return _finish(stack[0].block)
 
 
 CASE_DIAG = re.compile(r'^# ([A-Za-z0-9_]+): ')
 
 
-def _flush_in_flight(frame: _Frame) -> None:
+def _flush_in_flight(frame: _Frame, at_end: bool) -> None:
     """A block ends without the result its last output was leading up to.
 
-    If its plan says more results were due, that output belongs to the case
-    that was running: it becomes a crashed case carrying that output, named
-    after its parameter block or its '# case: ...' lines where there are any.
+    If more results were due (its plan says so, or, for a block without a
+    plan such as a case's parameters, the kernel output ended), that output
+    belongs to the case that was running: it becomes a crashed case carrying
+    that output, named after its parameter block or its '# case: ...' lines.
     """
     block = frame.block
-    due = block.plan is None or len(block.subtests) < block.plan
+    due = at_end if block.plan is None else len(block.subtests) < block.plan
     if due and (frame.closed is not None or frame.diagnostics):
         test = frame.closed or Test(name='')
         if not test.name:
             named = (CASE_DIAG.match(d) for d in frame.diagnostics)
-            test.name = next((m.group(1) for m in named if m), '')
+            test.name = next((m.group(1) for m in named if m), f'#{len(block.subtests) + 1}')
         test.status = Status.CRASHED
         test.reason = 'the kernel output ended while it ran'
         test.diagnostics.extend(frame.diagnostics)

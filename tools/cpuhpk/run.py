@@ -122,6 +122,7 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--config', default='default')
     ap.add_argument('--timeout', type=int, default=600, help='seconds for the kernel run')
     ap.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
+    ap.add_argument('--out', type=Path, help='output directory (default out/KVER[-CONFIG])')
     args = ap.parse_args(argv)
     if args.smp < 1:
         ap.error('--smp must be at least 1')
@@ -132,7 +133,7 @@ def main(argv: Sequence[str]) -> int:
     except tree.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
-    out = out_dir(args.kver, args.config)
+    out = args.out or out_dir(args.kver, args.config)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     build_dir = tree.cache_root() / f'build-{t.version}-{frag.stem}'

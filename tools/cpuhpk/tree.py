@@ -191,6 +191,25 @@ def apply_series(tree: Path, version: str, src: Path) -> None:
     stamp(tree, SERIES_STAMP).write_text(fp)
 
 
+def check_clean(tree: Path) -> None:
+    """Refuse a tree whose tracked files differ from the series, unless asked to.
+
+    A break left in the cache would otherwise change every later run's
+    verdict without a trace; CPUHP_KUNIT_DIRTY=1 is for testing such a break
+    (mutation testing sets it for the mutant's run).
+    """
+    changed = git(tree, 'status', '--porcelain', '--untracked-files=no').stdout.split('\n')
+    changed = [ln[3:] for ln in changed if ln.strip()]
+    if not changed:
+        return
+    if os.environ.get('CPUHP_KUNIT_DIRTY') == '1':
+        log(f'testing local changes in {tree}: {" ".join(changed)}')
+        return
+    raise PrepareError(f'the cached tree {tree} has local changes in {" ".join(changed[:5])}: '
+                       f"run 'git -C {tree} checkout -- .' to drop them, or set "
+                       'CPUHP_KUNIT_DIRTY=1 to test them')
+
+
 def read_manifest(kunit: Path) -> Dict[str, str]:
     """kunit/MANIFEST: '<file in kunit/> <path in the kernel tree>' per line."""
     manifest = kunit / 'MANIFEST'
@@ -236,6 +255,7 @@ def prepare(kver: str, repo: Path) -> Tree:
     if read_stamp(path, PACKAGE_STAMP) != package:
         extract(kver, package, path)
     apply_series(path, version, repo / 'src')
+    check_clean(path)
     install_kunit(path, repo / 'kunit')
     return Tree(kver=kver, package=package, version=version, path=path)
 
