@@ -149,7 +149,7 @@ static struct clocksource *crosststamp_use_test_cs(struct kunit *test,
 	khz = tsc_khz;
 #endif
 	if (!khz)
-		kunit_skip(test, "no TSC with a known frequency: no counter for a test clocksource");
+		kunit_skip(test, "no TSC of known frequency to back a test clocksource");
 
 	cs = kunit_kzalloc(test, sizeof(*cs), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, cs);

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Recorder shared by the cpuhp KUnit suites: hotplug state callbacks that log
+ * every invocation and can be armed to fail, plus the cleanup that leaves the
+ * machine as the case found it (every CPU back online, every state removed),
+ * even when an assertion ends the case early.
+ */
+#ifndef _CPUHP_RECORDER_H
+#define _CPUHP_RECORDER_H
+
+#include <kunit/test.h>
+#include <linux/cpuhotplug.h>
+#include <linux/cpumask.h>
+#include <linux/list.h>
+#include <linux/spinlock.h>
+
+/* States one case can install: the L, M and H of the rollback suite. */
+#define CPUHP_REC_SLOTS		3
+/* Instances one case can add to a multi-instance state. */
+#define CPUHP_REC_INSTANCES	2
+#define CPUHP_REC_LOG_SIZE	1024
+/* Any CPU, any instance. */
+#define CPUHP_REC_ANY		(-1)
+
+enum cpuhp_rec_dir {
+	CPUHP_REC_STARTUP,
+	CPUHP_REC_TEARDOWN,
+};
+
+/* One callback invocation. */
+struct cpuhp_rec_call {
+	unsigned int cpu;	/* the callback's cpu argument */
+	unsigned int on_cpu;	/* the CPU it ran on */
+	int slot;		/* which of the case's states */
+	int instance;		/* multi-instance: which instance, else CPUHP_REC_ANY */
+	enum cpuhp_rec_dir dir;
+	bool frozen;		/* cpuhp_tasks_frozen as the callback saw it */
+	int ret;		/* what it returned */
+};
+
+/* Makes the @nth call matching slot/dir/cpu/instance return @err, once. */
+struct cpuhp_rec_fault {
+	int slot;
+	enum cpuhp_rec_dir dir;
+	int cpu;		/* or CPUHP_REC_ANY */
+	int instance;		/* or CPUHP_REC_ANY */
+	unsigned int nth;	/* 1 for the first matching call */
+	int err;
+};
+
+struct cpuhp_rec_instance {
+	struct hlist_node node;
+	int id;
+	bool added;
+};
+
+struct cpuhp_rec_slot {
+	int state;		/* the installed state, valid while installed */
+	bool installed;
+	bool multi;
+};
+
+struct cpuhp_recorder {
+	struct kunit *test;
+	spinlock_t lock;	/* log, len and fault: callbacks run on any CPU */
+	struct cpuhp_rec_call log[CPUHP_REC_LOG_SIZE];
+	unsigned int len;
+	bool overflow;
+	bool armed;
+	struct cpuhp_rec_fault fault;
+	unsigned int fault_seen;
+	struct cpuhp_rec_slot slots[CPUHP_REC_SLOTS];
+	struct cpuhp_rec_instance instances[CPUHP_REC_INSTANCES];
+	cpumask_var_t online;	/* online when the case started */
+};
+
+struct cpuhp_recorder *cpuhp_rec_start(struct kunit *test);
+
+int cpuhp_rec_setup(struct cpuhp_recorder *rec, int slot, enum cpuhp_state state,
+		    bool invoke, bool multi);
+void cpuhp_rec_remove(struct cpuhp_recorder *rec, int slot, bool invoke);
+int cpuhp_rec_add_instance(struct cpuhp_recorder *rec, int slot, int instance,
+			   bool invoke);
+void cpuhp_rec_remove_instance(struct cpuhp_recorder *rec, int slot, int instance,
+			       bool invoke);
+
+void cpuhp_rec_arm(struct cpuhp_recorder *rec, const struct cpuhp_rec_fault *fault);
+void cpuhp_rec_disarm(struct cpuhp_recorder *rec);
+void cpuhp_rec_clear(struct cpuhp_recorder *rec);
+
+unsigned int cpuhp_rec_count(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir dir,
+			     int cpu, int instance);
+/* An expected sequence of calls, built by the case from its scenario. */
+struct cpuhp_rec_log {
+	struct cpuhp_rec_call calls[CPUHP_REC_LOG_SIZE];
+	unsigned int len;
+};
+
+struct cpuhp_rec_log *cpuhp_rec_log_alloc(struct kunit *test);
+struct cpuhp_rec_log *cpuhp_rec_read(struct cpuhp_recorder *rec);
+void cpuhp_rec_log_add(struct cpuhp_rec_log *log, unsigned int cpu, int slot, int instance,
+		       enum cpuhp_rec_dir dir, int ret);
+void cpuhp_rec_expect_log(struct kunit *test, struct cpuhp_recorder *rec,
+			  struct cpuhp_rec_log *expected);
+
+/* Which of the CPUs online at the start of the case. */
+enum cpuhp_rec_pick {
+	CPUHP_REC_FIRST,
+	CPUHP_REC_MIDDLE,
+	CPUHP_REC_LAST,
+};
+
+unsigned int cpuhp_rec_pick_cpu(struct cpuhp_recorder *rec, enum cpuhp_rec_pick which);
+
+void cpuhp_rec_expect_report_begin(const char *what);
+void cpuhp_rec_expect_report_end(void);
+
+#endif /* _CPUHP_RECORDER_H */
