@@ -5,11 +5,12 @@ FILTER  ?=
 CONFIG  ?= default
 TIMEOUT ?= 600
 PYTHON  ?= python3
+MUTANTS ?= mutants
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)'
 
-.PHONY: help run test tools-test prepare bench checkpatch clean-cache
+.PHONY: help run test tools-test prepare mutate bench checkpatch clean-cache
 
 help:
 	@echo 'targets:'
@@ -17,6 +18,7 @@ help:
 	@echo '  test         tools-test, then run (what CI runs)'
 	@echo '  tools-test   the tools own tests on recorded KTAP and console samples'
 	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
+	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
 	@echo '  bench        measure cold/warm/edit-one-file/boot times (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/'
 	@echo '  clean-cache  delete the cached trees and build directories'
@@ -26,6 +28,7 @@ help:
 	@echo '  FILTER=$(FILTER)  kunit.py filter_glob, e.g. FILTER=timekeeping_crosststamp.*'
 	@echo '  CONFIG=$(CONFIG)  fragment kconfigs/$$CONFIG.config'
 	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
+	@echo '  MUTANTS=$(MUTANTS)  directory of -p1 mutant patches for make mutate'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
 
 run:
@@ -38,6 +41,10 @@ test: tools-test run
 
 prepare:
 	$(PYTHON) tools/cpuhpk/tree.py --kver '$(KVER)'
+
+mutate:
+	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' \
+		--mutants '$(MUTANTS)'
 
 bench:
 	sh tools/bench.sh

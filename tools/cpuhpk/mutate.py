@@ -85,7 +85,7 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--smp', default='4')
     ap.add_argument('--filter', default='')
-    ap.add_argument('--timeout', default='300')
+    ap.add_argument('--timeout', default='60')
     args = ap.parse_args(argv)
     patches = sorted(args.mutants.glob('*.patch'))
     if not patches:

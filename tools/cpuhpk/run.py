@@ -52,10 +52,13 @@ def fragment(config: str) -> Path:
 
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
                   out: Path) -> List[str]:
-    cmd = [sys.executable, str(t.kunit_py), 'run', '--arch=x86_64',
+    cmd = [sys.executable, str(t.kunit_py), 'run',
            f'--kunitconfig={fragment(args.config)}', f'--build_dir={build_dir}',
            f'--jobs={args.jobs}', f'--timeout={args.timeout}',
            f'--qemu_args=-smp {args.smp}', f'--json={out / "results.json"}']
+    cmd += [f'--kunitconfig={fragment(c)}' for c in args.add_config]
+    cmd += [f'--make_options={o}' for o in args.make_option]
+    cmd.append(f'--qemu_config={args.qemu_config}' if args.qemu_config else '--arch=x86_64')
     cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
     if args.filter:
         cmd.append(args.filter)
@@ -123,6 +126,14 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--timeout', type=int, default=600, help='seconds for the kernel run')
     ap.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
     ap.add_argument('--out', type=Path, help='output directory (default out/KVER[-CONFIG])')
+    ap.add_argument('--add-config', action='append', default=[], metavar='CONFIG',
+                    help='a further kconfigs/ fragment on top of --config')
+    ap.add_argument('--make-option', action='append', default=[], metavar='OPT',
+                    help='passed to the kernel build (kunit.py --make_options)')
+    ap.add_argument('--qemu-config', type=Path,
+                    help='kunit.py --qemu_config file instead of --arch=x86_64')
+    ap.add_argument('--build-name', help='build directory name in the cache '
+                    '(default build-VERSION-CONFIG)')
     args = ap.parse_args(argv)
     if args.smp < 1:
         ap.error('--smp must be at least 1')
@@ -136,7 +147,7 @@ def main(argv: Sequence[str]) -> int:
     out = args.out or out_dir(args.kver, args.config)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    build_dir = tree.cache_root() / f'build-{t.version}-{frag.stem}'
+    build_dir = tree.cache_root() / (args.build_name or f'build-{t.version}-{frag.stem}')
     build_dir.mkdir(parents=True, exist_ok=True)
     test_log = build_dir / 'test.log'
     test_log.unlink(missing_ok=True)     # never judge a previous run's console

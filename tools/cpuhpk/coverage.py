@@ -1,0 +1,281 @@
+"""`make coverage`: the suites on a gcov kernel, lcov reports and a coverage gate.
+
+The kernel is built with CONFIG_GCOV_KERNEL and profiles only the objects
+under test (GCOV_PROFILE_<obj>.o=y on the make command line, not
+GCOV_PROFILE_ALL). After the suites, the kernel does not shut down
+(kunit_shutdown=none; kunit.py's own kunit_shutdown=reboot lands behind '--',
+among init's arguments) but runs /init from a small initramfs: Debian's
+busybox-static mounts debugfs and prints the .gcda files of
+/sys/kernel/debug/gcov as a base64 tar on the console, then powers off.
+Those files go back into the build directory next to their .gcno files,
+where lcov and genhtml read them.
+
+Writes out/<KVER>-coverage/: the run's usual outputs, coverage.info,
+summary.txt (per file: lines, functions, branches; per function of the
+state-machine core: calls and lines) and html/. Fails when a file's line or
+function coverage drops below tools/coverage-thresholds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+if __package__ in (None, ''):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+
+from cpuhpk import run, tree  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES = ('busybox-static', 'cpio', 'lcov')
+# The objects under test, profiled by gcov.
+PROFILED = ('cpu.o', 'timekeeping.o')
+FILES = ('kernel/cpu.c', 'kernel/time/timekeeping.c')
+# Functions of the state-machine core and of the crosststamp, listed one by one.
+CORE_FUNCTIONS = re.compile(
+    r'^(cpuhp_\w+|__cpuhp_\w+|_cpu_up|_cpu_down|undo_cpu_\w+|'
+    r'get_device_system_crosststamp|adjust_historical_crosststamp|'
+    r'timestamp_in_interval|convert_base_to_cs|convert_clock|scale64_check_overflow)$')
+BEGIN = 'cpuhp-kunit: gcov begin'
+END = 'cpuhp-kunit: gcov end'
+THRESHOLDS = REPO / 'tools' / 'coverage-thresholds'
+
+INIT = f'''#!/bin/busybox sh
+# Runs after the KUnit suites: print the gcov data, power off.
+/bin/busybox mkdir -p /proc /sys /dbg
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t debugfs debugfs /dbg
+cd /dbg/gcov || /bin/busybox poweroff -f
+echo "{BEGIN}"
+/bin/busybox find . -name '*.gcda' | /bin/busybox tar -c -T - | /bin/busybox gzip -c | \\
+	/bin/busybox base64
+echo "{END}"
+/bin/busybox poweroff -f
+'''
+
+QEMU_CONFIG = '''from ..qemu_config import QemuArchParams
+
+# x86_64 as kunit.py's own, plus the initramfs; see tools/cpuhpk/coverage.py.
+QEMU_ARCH = QemuArchParams(linux_arch='x86_64',
+			   kconfig="""
+CONFIG_SERIAL_8250=y
+CONFIG_SERIAL_8250_CONSOLE=y""",
+			   qemu_arch='x86_64',
+			   kernel_path='arch/x86/boot/bzImage',
+			   kernel_command_line='console=ttyS0 kunit_shutdown=none rdinit=/init --',
+			   extra_qemu_params=['-bios', 'qboot.rom', '-initrd', {initrd!r}])
+'''
+
+
+def make_initramfs(dest: Path) -> Path:
+    """A newc cpio with /init and busybox, rebuilt only when /init changes."""
+    stage = dest / 'initramfs'
+    cpio = dest / 'initramfs.cpio'
+    init = stage / 'init'
+    if cpio.is_file() and init.is_file() and init.read_text() == INIT:
+        return cpio
+    shutil.rmtree(stage, ignore_errors=True)
+    (stage / 'bin').mkdir(parents=True)
+    shutil.copy2('/bin/busybox', stage / 'bin' / 'busybox')
+    init.write_text(INIT)
+    init.chmod(0o755)
+    names = '\n'.join(['init', 'bin', 'bin/busybox']) + '\n'
+    with open(cpio, 'wb') as f:
+        subprocess.run(['cpio', '--quiet', '-o', '-H', 'newc'], cwd=stage, input=names.encode(),
+                       stdout=f, check=True)
+    return cpio
+
+
+def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
+    """Put the .gcda files printed on the console back into the build directory."""
+    lines = console.read_text(errors='replace').splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.strip() == BEGIN)
+        end = next(i for i, ln in enumerate(lines) if i > start and ln.strip() == END)
+    except StopIteration:
+        raise tree.PrepareError(f'no gcov data on the console ({console}): '
+                                'did the kernel reach /init?') from None
+    blob = base64.b64decode(''.join(ln.strip() for ln in lines[start + 1:end]))
+    written: List[Path] = []
+    root = build_dir.resolve()
+    with tarfile.open(fileobj=io.BytesIO(blob), mode='r:gz') as tar:
+        for member in tar.getmembers():
+            if not member.isfile():
+                continue
+            # debugfs mirrors the build directory's absolute path.
+            path = (Path('/') / member.name.removeprefix('./')).resolve()
+            if root not in path.parents:
+                raise tree.PrepareError(f'gcov file outside the build directory: {member.name}')
+            data = tar.extractfile(member)
+            assert data is not None
+            path.write_bytes(data.read())
+            written.append(path)
+    return written
+
+
+@dataclasses.dataclass
+class FileCov:
+    lines: Tuple[int, int] = (0, 0)         # hit, found
+    functions: Tuple[int, int] = (0, 0)
+    branches: Tuple[int, int] = (0, 0)
+    fn_start: Dict[str, int] = dataclasses.field(default_factory=dict)
+    fn_calls: Dict[str, int] = dataclasses.field(default_factory=dict)
+    line_hits: Dict[int, int] = dataclasses.field(default_factory=dict)
+
+
+def parse_info(text: str) -> Dict[str, FileCov]:
+    """The per-file records of an lcov tracefile."""
+    files: Dict[str, FileCov] = {}
+    cur: Optional[FileCov] = None
+    for line in text.splitlines():
+        key, _, val = line.partition(':')
+        if key == 'SF':
+            cur = files.setdefault(val, FileCov())
+        elif cur is None:
+            continue
+        elif key == 'FN':
+            start, name = val.split(',', 1)
+            cur.fn_start[name] = int(start)
+        elif key == 'FNDA':
+            count, name = val.split(',', 1)
+            cur.fn_calls[name] = int(count)
+        elif key == 'DA':
+            num, count = val.split(',')[:2]
+            cur.line_hits[int(num)] = int(count)
+        elif key == 'BRDA':
+            taken = val.split(',')[3]
+            h, f = cur.branches
+            cur.branches = (h + (taken not in ('-', '0')), f + 1)
+    for cov in files.values():
+        cov.lines = (sum(1 for c in cov.line_hits.values() if c), len(cov.line_hits))
+        cov.functions = (sum(1 for c in cov.fn_calls.values() if c), len(cov.fn_start))
+    return files
+
+
+def function_lines(cov: FileCov, name: str) -> Tuple[int, int]:
+    """Lines hit/found from @name's first line to the next function's."""
+    start = cov.fn_start[name]
+    later = [s for s in cov.fn_start.values() if s > start]
+    end = min(later) if later else max(cov.line_hits, default=start) + 1
+    hits = [c for n, c in cov.line_hits.items() if start <= n < end]
+    return sum(1 for c in hits if c), len(hits)
+
+
+def pct(hit_found: Tuple[int, int]) -> float:
+    hit, found = hit_found
+    return 100.0 * hit / found if found else 0.0
+
+
+def summary(files: Dict[str, FileCov]) -> List[str]:
+    out = ['file                          lines            functions        branches']
+    for name in FILES:
+        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
+        if cov is None:
+            out.append(f'{name:30}(no data)')
+            continue
+        out.append(f'{name:30}' + ''.join(
+            f'{pct(v):5.1f}% {v[0]:4}/{v[1]:<4}  ' for v in (cov.lines, cov.functions,
+                                                             cov.branches)))
+    out.append('')
+    out.append('function                                  file                 calls  lines')
+    for name in FILES:
+        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
+        if cov is None:
+            continue
+        for fn in sorted(cov.fn_start, key=cov.fn_start.__getitem__):
+            if CORE_FUNCTIONS.match(fn):
+                hit, found = function_lines(cov, fn)
+                out.append(f'{fn:42}{Path(name).name:18}{cov.fn_calls.get(fn, 0):8}  '
+                           f'{hit:3}/{found:<3} {pct((hit, found)):5.1f}%')
+    return out
+
+
+def read_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
+    """'<file> <min line %> <min function %>' per line."""
+    limits: Dict[str, Tuple[float, float]] = {}
+    for line in path.read_text().splitlines():
+        line = line.split('#', 1)[0].strip()
+        if line:
+            name, lines, funcs = line.split()
+            limits[name] = (float(lines), float(funcs))
+    return limits
+
+
+def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, float]]) -> List[str]:
+    problems = []
+    for name, (min_lines, min_funcs) in limits.items():
+        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
+        if cov is None:
+            problems.append(f'{name}: no coverage data')
+            continue
+        if pct(cov.lines) < min_lines:
+            problems.append(f'{name}: line coverage {pct(cov.lines):.1f}% < {min_lines}%')
+        if pct(cov.functions) < min_funcs:
+            problems.append(f'{name}: function coverage {pct(cov.functions):.1f}% < {min_funcs}%')
+    return problems
+
+
+def lcov(*args: str) -> str:
+    res = subprocess.run(['lcov', '--quiet', '--rc', 'lcov_branch_coverage=1', *args],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise tree.PrepareError(f"lcov {' '.join(args)} failed: {res.stderr.strip()}")
+    return res.stdout
+
+
+def main(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(description='Coverage of the suites on a gcov kernel.')
+    ap.add_argument('--kver', default='6.12')
+    ap.add_argument('--smp', default='4')
+    ap.add_argument('--timeout', default='600')
+    args = ap.parse_args(argv)
+    out = REPO / 'out' / f'{args.kver}-coverage'
+    try:
+        tree.ensure_packages(PACKAGES)
+        t = tree.prepare(args.kver, REPO)
+        cache = tree.cache_root() / f'build-{t.version}-coverage'
+        cache.mkdir(parents=True, exist_ok=True)
+        for stale in cache.rglob('*.gcda'):
+            stale.unlink()
+        initrd = make_initramfs(tree.cache_root() / f'initramfs-{t.version}')
+        qemu_config = tree.cache_root() / f'initramfs-{t.version}' / 'x86_64_gcov.py'
+        qemu_config.write_text(QEMU_CONFIG.format(initrd=str(initrd)))
+        rc = run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
+                       '--add-config', 'coverage', '--qemu-config', str(qemu_config),
+                       '--build-name', cache.name, '--out', str(out),
+                       *[f'--make-option=GCOV_PROFILE_{o}=y' for o in PROFILED]])
+        gcda = extract_gcda(out / 'console.log', cache)
+        tree.log(f'{len(gcda)} .gcda files from the guest')
+        lcov('--capture', '--directory', str(cache), '--base-directory', str(t.path),
+             '--output-file', str(out / 'all.info'))
+        lcov('--extract', str(out / 'all.info'), *[f'*/{f}' for f in FILES],
+             '--output-file', str(out / 'coverage.info'))
+        subprocess.run(['genhtml', '--quiet', '--branch-coverage', '--output-directory',
+                        str(out / 'html'), str(out / 'coverage.info')], check=True)
+    except (tree.PrepareError, subprocess.CalledProcessError) as e:
+        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
+        return 1
+    files = parse_info((out / 'coverage.info').read_text())
+    text = summary(files)
+    (out / 'summary.txt').write_text('\n'.join(text) + '\n')
+    print('\n'.join(text))
+    problems = gate(files, read_thresholds(THRESHOLDS))
+    for p in problems:
+        print(f'cpuhp-kunit: FAIL: coverage gate: {p}')
+    tree.log(f'coverage report in {out / "html" / "index.html"}')
+    return 1 if problems or rc else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
