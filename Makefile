@@ -10,14 +10,15 @@ MUTANTS ?= mutants
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)'
 
-.PHONY: help run test tools-test prepare mutate bench checkpatch clean-cache
+.PHONY: help run test tools-test prepare coverage mutate bench checkpatch clean-cache
 
 help:
 	@echo 'targets:'
 	@echo '  run          prepare the cached tree, build, boot in QEMU, judge -> out/$(KVER)/'
-	@echo '  test         tools-test, then run (what CI runs)'
+	@echo '  test         tools-test, run, then coverage with its gate (what CI runs)'
 	@echo '  tools-test   the tools own tests on recorded KTAP and console samples'
 	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
+	@echo '  coverage     the suites on a gcov kernel: lcov summary, html, gate -> out/$(KVER)-coverage/'
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
 	@echo '  bench        measure cold/warm/edit-one-file/boot times (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/'
@@ -37,10 +38,13 @@ run:
 tools-test:
 	$(PYTHON) -m unittest discover -s tools/tests -t tools
 
-test: tools-test run
+test: tools-test run coverage
 
 prepare:
 	$(PYTHON) tools/cpuhpk/tree.py --kver '$(KVER)'
+
+coverage:
+	$(PYTHON) tools/cpuhpk/coverage.py --kver '$(KVER)' --smp '$(SMP)' --timeout '$(TIMEOUT)'
 
 mutate:
 	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' \

@@ -82,11 +82,6 @@ static int cpuhp_install_next_slot(enum cpuhp_state range)
 	return -ENOSPC;
 }
 
-static bool cpuhp_install_is_ap(enum cpuhp_state state)
-{
-	return state > CPUHP_BRINGUP_CPU && state != CPUHP_TEARDOWN_CPU;
-}
-
 /* @dir of @slot on every CPU of @cpus, in ascending order. */
 static void cpuhp_install_add_each(struct cpuhp_rec_log *log, const struct cpumask *cpus,
 				   int slot, int instance, enum cpuhp_rec_dir dir)
@@ -97,18 +92,27 @@ static void cpuhp_install_add_each(struct cpuhp_rec_log *log, const struct cpuma
 		cpuhp_rec_log_add(log, cpu, slot, instance, dir, 0);
 }
 
-/* AP callbacks run on the CPU they are for (commit 4baa0afc6719). */
-static void cpuhp_install_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec,
-					enum cpuhp_state state)
+/*
+ * A failed install of slot 0 (@instance of it): the startup on each CPU of
+ * @cpus up to @k, failing on @k, then the teardown on each CPU before @k,
+ * ascending, as cpuhp_rollback_install() walks them.
+ */
+static void cpuhp_install_want_rollback(struct cpuhp_rec_log *want, const struct cpumask *cpus,
+					unsigned int k, int instance)
 {
-	struct cpuhp_rec_log *got = cpuhp_rec_read(rec);
-	unsigned int i;
+	unsigned int cpu;
 
-	if (!cpuhp_install_is_ap(state))
-		return;
-	for (i = 0; i < got->len; i++)
-		KUNIT_EXPECT_EQ_MSG(test, got->calls[i].on_cpu, got->calls[i].cpu,
-				    "AP callback %u for CPU %u ran elsewhere", i, got->calls[i].cpu);
+	for_each_cpu(cpu, cpus) {
+		if (cpu > k)
+			break;
+		cpuhp_rec_log_add(want, cpu, 0, instance, CPUHP_REC_STARTUP,
+				  cpu == k ? CPUHP_INSTALL_ERR : 0);
+	}
+	for_each_cpu(cpu, cpus) {
+		if (cpu >= k)
+			break;
+		cpuhp_rec_log_add(want, cpu, 0, instance, CPUHP_REC_TEARDOWN, 0);
+	}
 }
 
 /*
@@ -122,30 +126,17 @@ static void cpuhp_install_startup_fails(struct kunit *test)
 	const struct cpuhp_install_param *p = test->param_value;
 	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
 	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
-	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu), cpu;
+	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
 	int slot = cpuhp_install_next_slot(p->range);
 
 	KUNIT_ASSERT_GT(test, slot, 0);
-	cpuhp_rec_arm(rec, &(struct cpuhp_rec_fault) {
-		.slot = 0, .dir = CPUHP_REC_STARTUP, .cpu = k,
-		.instance = CPUHP_REC_ANY, .nth = 1, .err = CPUHP_INSTALL_ERR,
-	});
+	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, k, CPUHP_REC_ANY, CPUHP_INSTALL_ERR);
 
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, true, false), CPUHP_INSTALL_ERR);
 
-	for_each_cpu(cpu, rec->online) {
-		if (cpu > k)
-			break;
-		cpuhp_rec_log_add(want, cpu, 0, CPUHP_REC_ANY, CPUHP_REC_STARTUP,
-				  cpu == k ? CPUHP_INSTALL_ERR : 0);
-	}
-	for_each_cpu(cpu, rec->online) {
-		if (cpu >= k)
-			break;
-		cpuhp_rec_log_add(want, cpu, 0, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN, 0);
-	}
+	cpuhp_install_want_rollback(want, rec->online, k, CPUHP_REC_ANY);
 	cpuhp_rec_expect_log(test, rec, want);
-	cpuhp_install_expect_on_cpu(test, rec, slot);
+	cpuhp_rec_expect_on_cpu(test, rec);
 
 	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(slot));
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 1, p->range, false, false), slot);
@@ -170,14 +161,14 @@ static void cpuhp_install_startup_succeeds(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, cpuhp_kunit_step_name(slot), "cpuhp_kunit:slot0");
 	cpuhp_install_add_each(want, rec->online, 0, CPUHP_REC_ANY, CPUHP_REC_STARTUP);
 	cpuhp_rec_expect_log(test, rec, want);
-	cpuhp_install_expect_on_cpu(test, rec, slot);
+	cpuhp_rec_expect_on_cpu(test, rec);
 
 	cpuhp_rec_clear(rec);
 	want->len = 0;
 	cpuhp_rec_remove(rec, 0, true);
 	cpuhp_install_add_each(want, rec->online, 0, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN);
 	cpuhp_rec_expect_log(test, rec, want);
-	cpuhp_install_expect_on_cpu(test, rec, slot);
+	cpuhp_rec_expect_on_cpu(test, rec);
 	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(slot));
 }
 
@@ -386,7 +377,6 @@ static void cpuhp_install_multi_instance(struct kunit *test)
 	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
 	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
 	unsigned int n = cpuhp_rec_pick_cpu(rec, CPUHP_REC_LAST);
-	unsigned int cpu;
 
 	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, 0, p->range, true, true), 0);
 	KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, 0, 0, true), 0);
@@ -395,22 +385,9 @@ static void cpuhp_install_multi_instance(struct kunit *test)
 
 	cpuhp_rec_clear(rec);
 	want->len = 0;
-	cpuhp_rec_arm(rec, &(struct cpuhp_rec_fault) {
-		.slot = 0, .dir = CPUHP_REC_STARTUP, .cpu = k, .instance = 1,
-		.nth = 1, .err = CPUHP_INSTALL_ERR,
-	});
+	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, k, 1, CPUHP_INSTALL_ERR);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, 1, true), CPUHP_INSTALL_ERR);
-	for_each_cpu(cpu, rec->online) {
-		if (cpu > k)
-			break;
-		cpuhp_rec_log_add(want, cpu, 0, 1, CPUHP_REC_STARTUP,
-				  cpu == k ? CPUHP_INSTALL_ERR : 0);
-	}
-	for_each_cpu(cpu, rec->online) {
-		if (cpu >= k)
-			break;
-		cpuhp_rec_log_add(want, cpu, 0, 1, CPUHP_REC_TEARDOWN, 0);
-	}
+	cpuhp_install_want_rollback(want, rec->online, k, 1);
 	cpuhp_rec_expect_log(test, rec, want);
 
 	/* Off the list: a CPU going down and up calls instance 0 only. */

@@ -283,6 +283,15 @@ void cpuhp_rec_arm(struct cpuhp_recorder *rec, const struct cpuhp_rec_fault *fau
 	spin_unlock_irq(&rec->lock);
 }
 
+/* Make the first call matching slot/dir/cpu/instance return @err. */
+void cpuhp_rec_arm_once(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir dir,
+			int cpu, int instance, int err)
+{
+	cpuhp_rec_arm(rec, &(struct cpuhp_rec_fault) {
+		.slot = slot, .dir = dir, .cpu = cpu, .instance = instance, .nth = 1, .err = err,
+	});
+}
+
 /* Forget the calls logged so far. */
 void cpuhp_rec_clear(struct cpuhp_recorder *rec)
 {
@@ -390,6 +399,29 @@ void cpuhp_rec_expect_log(struct kunit *test, struct cpuhp_recorder *rec,
 	if (!same) {
 		cpuhp_rec_dump(test, "expected", expected->calls, expected->len);
 		cpuhp_rec_dump(test, "recorded", got->calls, got->len);
+	}
+}
+
+static bool cpuhp_rec_is_ap_state(int state)
+{
+	return state > CPUHP_BRINGUP_CPU && state != CPUHP_TEARDOWN_CPU;
+}
+
+/*
+ * Every logged call of an AP state ran on the CPU it was for: AP callbacks
+ * run on the plugged CPU (commit 4baa0afc6719), also for install/remove.
+ */
+void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec)
+{
+	struct cpuhp_rec_log *got = cpuhp_rec_read(rec);
+	unsigned int i;
+
+	for (i = 0; i < got->len; i++) {
+		const struct cpuhp_rec_call *c = &got->calls[i];
+
+		if (cpuhp_rec_is_ap_state(rec->slots[c->slot].state))
+			KUNIT_EXPECT_EQ_MSG(test, c->on_cpu, c->cpu,
+					    "call %u: AP callback for CPU %u ran elsewhere", i, c->cpu);
 	}
 }
 

@@ -1,19 +1,24 @@
 """`make coverage`: the suites on a gcov kernel, lcov reports and a coverage gate.
 
 The kernel is built with CONFIG_GCOV_KERNEL and profiles only the objects
-under test (GCOV_PROFILE_<obj>.o=y on the make command line, not
-GCOV_PROFILE_ALL). After the suites, the kernel does not shut down
-(kunit_shutdown=none; kunit.py's own kunit_shutdown=reboot lands behind '--',
-among init's arguments) but runs /init from a small initramfs: Debian's
-busybox-static mounts debugfs and prints the .gcda files of
-/sys/kernel/debug/gcov as a base64 tar on the console, then powers off.
-Those files go back into the build directory next to their .gcno files,
-where lcov and genhtml read them.
+under test, kernel/cpu.o and kernel/time/timekeeping.o (make
+CPUHP_KUNIT_GCOV=y, see src/), not GCOV_PROFILE_ALL. After the suites the
+kernel does not shut down (kunit_shutdown=none; kunit.py's own
+kunit_shutdown=reboot lands behind '--', among init's arguments) but runs
+/init from a small initramfs: Debian's busybox-static mounts debugfs and
+prints the .gcda files of /sys/kernel/debug/gcov as a base64 tar on the
+console, then powers off. Those files go back into the build directory next
+to their .gcno files, where lcov and genhtml read them.
+
+The anchor: the same kernel booted with kunit.enable=0 and an initramfs that
+runs upstream's tools/testing/selftests/cpu-hotplug/cpu-on-off-test.sh -a
+(with bash-static) before printing its gcov data the same way.
 
 Writes out/<KVER>-coverage/: the run's usual outputs, coverage.info,
-summary.txt (per file: lines, functions, branches; per function of the
-state-machine core: calls and lines) and html/. Fails when a file's line or
-function coverage drops below tools/coverage-thresholds.
+selftest.info, summary.txt (per file: lines, functions, branches; per
+function of the state-machine core: calls and lines; cpu.c suites vs
+selftest) and html/. Fails when a file's line or function coverage drops
+below tools/coverage-thresholds.
 """
 
 from __future__ import annotations
@@ -38,9 +43,7 @@ if __package__ in (None, ''):
 from cpuhpk import run, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ('busybox-static', 'cpio', 'lcov')
-# The objects under test, profiled by gcov.
-PROFILED = ('cpu.o', 'timekeeping.o')
+PACKAGES = ('bash-static', 'busybox-static', 'cpio', 'lcov')
 FILES = ('kernel/cpu.c', 'kernel/time/timekeeping.c')
 # Functions of the state-machine core and of the crosststamp, listed one by one.
 CORE_FUNCTIONS = re.compile(
@@ -48,21 +51,42 @@ CORE_FUNCTIONS = re.compile(
     r'get_device_system_crosststamp|adjust_historical_crosststamp|'
     r'timestamp_in_interval|convert_base_to_cs|convert_clock|scale64_check_overflow)$')
 BEGIN = 'cpuhp-kunit: gcov begin'
+BASE64_LINE = re.compile(r'^[A-Za-z0-9+/]+=*$')
 END = 'cpuhp-kunit: gcov end'
 THRESHOLDS = REPO / 'tools' / 'coverage-thresholds'
 
-INIT = f'''#!/bin/busybox sh
-# Runs after the KUnit suites: print the gcov data, power off.
-/bin/busybox mkdir -p /proc /sys /dbg
-/bin/busybox mount -t proc proc /proc
-/bin/busybox mount -t debugfs debugfs /dbg
-cd /dbg/gcov || /bin/busybox poweroff -f
+# debugfs reports a size of 0 for the .gcda files, so they are copied out
+# with cat before tar sees them; busybox's reboot ends QEMU (-no-reboot),
+# its poweroff would only halt without ACPI.
+DUMP_GCOV = f'''/bin/busybox mount -t debugfs debugfs /dbg
+cd /dbg/gcov || /bin/busybox reboot -f
+for f in $(/bin/busybox find . -name '*.gcda'); do
+	/bin/busybox mkdir -p "/gcda/${{f%/*}}"
+	/bin/busybox cat "$f" > "/gcda/$f"
+done
+cd /gcda
 echo "{BEGIN}"
-/bin/busybox find . -name '*.gcda' | /bin/busybox tar -c -T - | /bin/busybox gzip -c | \\
-	/bin/busybox base64
+/bin/busybox tar -cf - . | /bin/busybox gzip -c | /bin/busybox base64
 echo "{END}"
-/bin/busybox poweroff -f
+/bin/busybox reboot -f
 '''
+
+# After the KUnit suites: print the gcov data, power off.
+INIT = '''#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dbg /gcda
+/bin/busybox mount -t proc proc /proc
+''' + DUMP_GCOV
+
+# The anchor: upstream's cpu-hotplug selftest instead of the suites.
+SELFTEST_INIT = '''#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+echo "cpuhp-kunit: selftest begin"
+/bin/bash /cpu-on-off-test.sh -a
+echo "cpuhp-kunit: selftest exit $?"
+''' + DUMP_GCOV
 
 QEMU_CONFIG = '''from ..qemu_config import QemuArchParams
 
@@ -78,23 +102,22 @@ CONFIG_SERIAL_8250_CONSOLE=y""",
 '''
 
 
-def make_initramfs(dest: Path) -> Path:
-    """A newc cpio with /init and busybox, rebuilt only when /init changes."""
-    stage = dest / 'initramfs'
-    cpio = dest / 'initramfs.cpio'
-    init = stage / 'init'
-    if cpio.is_file() and init.is_file() and init.read_text() == INIT:
-        return cpio
+def make_initramfs(dest: Path, init_text: str, extra: Sequence[Tuple[str, Path]] = ()) -> Path:
+    """A newc cpio with busybox, /init and @extra (name in the image, source)."""
+    stage = dest.with_suffix('')
     shutil.rmtree(stage, ignore_errors=True)
     (stage / 'bin').mkdir(parents=True)
     shutil.copy2('/bin/busybox', stage / 'bin' / 'busybox')
-    init.write_text(INIT)
-    init.chmod(0o755)
-    names = '\n'.join(['init', 'bin', 'bin/busybox']) + '\n'
-    with open(cpio, 'wb') as f:
-        subprocess.run(['cpio', '--quiet', '-o', '-H', 'newc'], cwd=stage, input=names.encode(),
-                       stdout=f, check=True)
-    return cpio
+    names = ['init', 'bin', 'bin/busybox']
+    for name, src in extra:
+        shutil.copy2(src, stage / name)
+        names.append(name)
+    (stage / 'init').write_text(init_text)
+    (stage / 'init').chmod(0o755)
+    with open(dest, 'wb') as f:
+        subprocess.run(['cpio', '--quiet', '-o', '-H', 'newc'], cwd=stage,
+                       input=('\n'.join(names) + '\n').encode(), stdout=f, check=True)
+    return dest
 
 
 def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
@@ -106,9 +129,16 @@ def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
     except StopIteration:
         raise tree.PrepareError(f'no gcov data on the console ({console}): '
                                 'did the kernel reach /init?') from None
-    blob = base64.b64decode(''.join(ln.strip() for ln in lines[start + 1:end]))
+    # Kernel messages may interleave: keep the lines that are base64.
+    b64 = [ln.strip() for ln in lines[start + 1:end] if BASE64_LINE.match(ln.strip())]
+    try:
+        blob = base64.b64decode(''.join(b64), validate=True)
+    except ValueError as e:
+        raise tree.PrepareError(f'gcov data on the console is damaged: {e}') from None
     written: List[Path] = []
     root = build_dir.resolve()
+    if not blob:
+        raise tree.PrepareError(f'no gcov data between the markers in {console}')
     with tarfile.open(fileobj=io.BytesIO(blob), mode='r:gz') as tar:
         for member in tar.getmembers():
             if not member.isfile():
@@ -226,6 +256,41 @@ def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, float]]) -> L
     return problems
 
 
+def capture(build_dir: Path, src: Path, out: Path, name: str) -> Dict[str, FileCov]:
+    """lcov over the .gcda files now in @build_dir, restricted to FILES."""
+    lcov('--capture', '--directory', str(build_dir), '--base-directory', str(src),
+         '--output-file', str(out / f'{name}-all.info'))
+    lcov('--extract', str(out / f'{name}-all.info'), *[f'*/{f}' for f in FILES],
+         '--output-file', str(out / f'{name}.info'))
+    return parse_info((out / f'{name}.info').read_text())
+
+
+def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
+                    timeout: int) -> Dict[str, FileCov]:
+    """The same kernel running upstream's cpu-on-off-test.sh -a instead of the suites."""
+    for stale in build_dir.rglob('*.gcda'):
+        stale.unlink()
+    script = t.path / 'tools' / 'testing' / 'selftests' / 'cpu-hotplug' / 'cpu-on-off-test.sh'
+    initrd = make_initramfs(tree.cache_root() / f'initramfs-{t.version}' / 'selftest.cpio',
+                            SELFTEST_INIT, [('cpu-on-off-test.sh', script),
+                                            ('bin/bash', Path('/bin/bash-static'))])
+    console = out / 'selftest-console.log'
+    cmd = ['qemu-system-x86_64', '-nodefaults', '-m', '1024', '-smp', smp,
+           '-kernel', str(build_dir / 'arch' / 'x86' / 'boot' / 'bzImage'),
+           '-initrd', str(initrd), '-append', 'console=ttyS0 kunit.enable=0 panic=-1 rdinit=/init',
+           '-no-reboot', '-nographic', '-serial', 'stdio', '-bios', 'qboot.rom']
+    tree.log('booting the same kernel with cpu-on-off-test.sh -a')
+    with open(console, 'w') as f:
+        try:
+            subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                           timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise tree.PrepareError(f'the selftest run did not finish within {timeout} s: '
+                                    f'see {console}') from None
+    extract_gcda(console, build_dir)
+    return capture(build_dir, t.path, out, 'selftest')
+
+
 def lcov(*args: str) -> str:
     res = subprocess.run(['lcov', '--quiet', '--rc', 'lcov_branch_coverage=1', *args],
                          capture_output=True, text=True, check=False)
@@ -239,6 +304,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--smp', default='4')
     ap.add_argument('--timeout', default='600')
+    ap.add_argument('--no-selftest', dest='selftest', action='store_false',
+                    help='skip the cpu-on-off-test.sh anchor run')
     args = ap.parse_args(argv)
     out = REPO / 'out' / f'{args.kver}-coverage'
     try:
@@ -248,32 +315,38 @@ def main(argv: Sequence[str]) -> int:
         cache.mkdir(parents=True, exist_ok=True)
         for stale in cache.rglob('*.gcda'):
             stale.unlink()
-        initrd = make_initramfs(tree.cache_root() / f'initramfs-{t.version}')
-        qemu_config = tree.cache_root() / f'initramfs-{t.version}' / 'x86_64_gcov.py'
+        initrd = make_initramfs(tree.cache_root() / f'initramfs-{t.version}' / 'suites.cpio',
+                                INIT)
+        qemu_config = initrd.with_name('x86_64_gcov.py')
         qemu_config.write_text(QEMU_CONFIG.format(initrd=str(initrd)))
         rc = run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
                        '--add-config', 'coverage', '--qemu-config', str(qemu_config),
                        '--build-name', cache.name, '--out', str(out),
-                       *[f'--make-option=GCOV_PROFILE_{o}=y' for o in PROFILED]])
+                       '--make-option=CPUHP_KUNIT_GCOV=y'])
         gcda = extract_gcda(out / 'console.log', cache)
         tree.log(f'{len(gcda)} .gcda files from the guest')
-        lcov('--capture', '--directory', str(cache), '--base-directory', str(t.path),
-             '--output-file', str(out / 'all.info'))
-        lcov('--extract', str(out / 'all.info'), *[f'*/{f}' for f in FILES],
-             '--output-file', str(out / 'coverage.info'))
+        files = capture(cache, t.path, out, 'coverage')
         subprocess.run(['genhtml', '--quiet', '--branch-coverage', '--output-directory',
                         str(out / 'html'), str(out / 'coverage.info')], check=True)
+        anchor = selftest_anchor(t, cache, out, args.smp, int(args.timeout)) \
+            if args.selftest else None
     except (tree.PrepareError, subprocess.CalledProcessError) as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
-    files = parse_info((out / 'coverage.info').read_text())
     text = summary(files)
+    if anchor is not None:
+        text += ['', 'kernel/cpu.c, suites vs upstream cpu-on-off-test.sh -a on the same kernel:']
+        for label, cov in (('suites', files), ('selftest', anchor)):
+            c = next((v for f, v in cov.items() if f.endswith('/kernel/cpu.c')), FileCov())
+            text.append(f'  {label:9} lines {pct(c.lines):5.1f}% ({c.lines[0]}/{c.lines[1]})  '
+                        f'functions {pct(c.functions):5.1f}% ({c.functions[0]}/{c.functions[1]})')
     (out / 'summary.txt').write_text('\n'.join(text) + '\n')
     print('\n'.join(text))
     problems = gate(files, read_thresholds(THRESHOLDS))
     for p in problems:
         print(f'cpuhp-kunit: FAIL: coverage gate: {p}')
     tree.log(f'coverage report in {out / "html" / "index.html"}')
+    print(run.counts_line(out))
     return 1 if problems or rc else 0
 
 

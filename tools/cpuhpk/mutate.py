@@ -53,7 +53,12 @@ def killers(out: Path) -> str:
     if console.is_file() and hygiene.check(console.read_text(errors='replace').splitlines()):
         names.append('log-hygiene')
     if not names:
-        names.append('build or boot failure' if not console.is_file() else 'kunit.py')
+        if not console.is_file():
+            names.append('build failure')
+        elif not ktap_path.is_file() or not ktap_path.read_text().strip():
+            names.append('no KUnit output (hang or crash before the suites)')
+        else:
+            names.append('kunit.py')
     return ', '.join(names[:4]) + (f' (+{len(names) - 4})' if len(names) > 4 else '')
 
 

@@ -101,8 +101,7 @@ def judge(out: Path, rc: Optional[int], timeout: int) -> List[str]:
     root = ktap.parse(lines)
     ktap.junit(root).write(out / 'junit.xml', encoding='utf-8', xml_declaration=True)
     v = ktap.verdict(root)
-    print(f'cpuhp-kunit: {v.passed} passed, {v.failed} failed, {v.skipped} skipped, '
-          f'{v.crashed} crashed')
+    print(f'cpuhp-kunit: {v.crashed} crashed' if v.crashed else 'cpuhp-kunit: none crashed')
     for name, t in ktap.cases(root):
         if t.status is ktap.Status.SKIP:
             print(f'cpuhp-kunit: skipped {name}: {t.reason}')
@@ -115,6 +114,14 @@ def judge(out: Path, rc: Optional[int], timeout: int) -> List[str]:
     elif rc != 0 and v.ok:
         problems.append(f'kunit.py exited {rc} although every case passed: see {out / "kunit.log"}')
     return problems
+
+
+def counts_line(out: Path) -> str:
+    """'kunit: N passed, N failed, N skipped' of a run, crashed cases counted as failed."""
+    path = out / 'results.ktap'
+    root = ktap.parse(path.read_text().splitlines()) if path.is_file() else ktap.Test(name='')
+    v = ktap.verdict(root)
+    return f'kunit: {v.passed} passed, {v.failed + v.crashed} failed, {v.skipped} skipped'
 
 
 def main(argv: Sequence[str]) -> int:
@@ -165,6 +172,7 @@ def main(argv: Sequence[str]) -> int:
         print(f'cpuhp-kunit: FAIL: {p}')
     if not problems:
         print('cpuhp-kunit: PASS')
+    print(counts_line(out))
     return 1 if problems else 0
 
 

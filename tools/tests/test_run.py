@@ -55,6 +55,10 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(len(problems), 1)
         self.assertIn('the kernel never ran', problems[0])
 
+    def test_counts_line(self) -> None:
+        self.judge('crash_console.log', 1)
+        self.assertEqual(run.counts_line(self.out), 'kunit: 7 passed, 2 failed, 0 skipped')
+
     def test_kunit_py_disagreeing(self) -> None:
         self.assertIn('kunit.py exited 1', ' '.join(self.judge('pass_console.log', 1)))
 
