@@ -421,7 +421,8 @@ void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec)
 
 		if (cpuhp_rec_is_ap_state(rec->slots[c->slot].state))
 			KUNIT_EXPECT_EQ_MSG(test, c->on_cpu, c->cpu,
-					    "call %u: AP callback for CPU %u ran elsewhere", i, c->cpu);
+					    "call %u: AP callback for CPU %u ran on %u", i, c->cpu,
+					    c->on_cpu);
 	}
 }
 
