@@ -7,7 +7,7 @@ set -eu
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 now() { date +%s.%N; }
-secs() { echo "$2 - $1" | bc | sed 's/^\./0./'; }
+secs() { printf "%.1f" "$(echo "$2 - $1" | bc)"; }
 run() { make -s run >/dev/null 2>&1 || { echo "bench: make run failed; see out/6.12/kunit.log" >&2; exit 1; }; }
 running() { sed -n 's/.*building, \([0-9.]*\)s running.*/\1/p' out/6.12/kunit.log; }
 

@@ -27,6 +27,11 @@ class HygieneTest(unittest.TestCase):
                 found = hygiene.check(['ok 1 x', line])
                 self.assertEqual([f.lineno for f in found], [2])
 
+    def test_debug_kernel_banners_are_not_reports(self) -> None:
+        lines = ['rcu: RCU lockdep checking is enabled.',
+                 ' MAX_LOCKDEP_SUBCLASSES:  8', 'Lock dependency validator: Copyright (c) 2006']
+        self.assertEqual(hygiene.check(lines), [])
+
     def test_declared_report_is_allowed(self) -> None:
         lines = ['cpuhp_kunit: expect report: cpuhp_reserve_state', WARN,
                  '---[ end trace 0000000000000000 ]---', 'cpuhp_kunit: expect end']
