@@ -10,12 +10,13 @@ MUTANTS ?= mutants
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)'
 
-.PHONY: help run test tools-test prepare coverage mutate bench checkpatch clean-cache
+.PHONY: help run run-debug test tools-test prepare coverage mutate bench checkpatch clean-cache
 
 help:
 	@echo 'targets:'
 	@echo '  run          prepare the cached tree, build, boot in QEMU, judge -> out/$(KVER)/'
-	@echo '  test         tools-test, run, then coverage with its gate (what CI runs)'
+	@echo '  run-debug    run with CONFIG=debug: lockdep, PROVE_RCU, atomic-sleep and object checks'
+	@echo '  test         tools-test, run, run-debug, then coverage with its gate (what CI runs)'
 	@echo '  tools-test   the tools own tests on recorded KTAP and console samples'
 	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
 	@echo '  coverage     the suites on a gcov kernel: lcov summary, html, gate -> out/$(KVER)-coverage/'
@@ -38,7 +39,10 @@ run:
 tools-test:
 	$(PYTHON) -m unittest discover -s tools/tests -t tools
 
-test: tools-test run coverage
+run-debug:
+	$(MAKE) run CONFIG=debug
+
+test: tools-test run run-debug coverage
 
 prepare:
 	$(PYTHON) tools/cpuhpk/tree.py --kver '$(KVER)'

@@ -385,15 +385,17 @@ static void cpuhp_rollback_trace_stop(void *data)
 static void cpuhp_rollback_trace_start(struct kunit *test, struct cpuhp_rollback *rb)
 {
 	struct cpuhp_rollback_trace *t = &cpuhp_rollback_trace;
+	struct cpuhp_rec_log *log;
 	int slot;
 
 	if (!IS_ENABLED(CONFIG_TRACEPOINTS))
 		kunit_skip(test, "needs CONFIG_TRACEPOINTS");
+	log = cpuhp_rec_log_alloc(test);
 	spin_lock_irq(&t->lock);
 	t->cpu = rb->cpu;
 	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++)
 		t->states[slot] = rb->rec->slots[slot].state;
-	t->log = cpuhp_rec_log_alloc(test);
+	t->log = log;
 	t->active = true;
 	spin_unlock_irq(&t->lock);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_trace_stop, NULL), 0);

@@ -52,11 +52,12 @@ def fragment(config: str) -> Path:
 
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
                   out: Path) -> List[str]:
+    # Every fragment builds on the default one (all suites, SMP, hotplug).
+    configs = ['default'] + [c for c in [args.config, *args.add_config] if c != 'default']
     cmd = [sys.executable, str(t.kunit_py), 'run',
-           f'--kunitconfig={fragment(args.config)}', f'--build_dir={build_dir}',
+           *[f'--kunitconfig={fragment(c)}' for c in configs], f'--build_dir={build_dir}',
            f'--jobs={args.jobs}', f'--timeout={args.timeout}',
            f'--qemu_args=-smp {args.smp}', f'--json={out / "results.json"}']
-    cmd += [f'--kunitconfig={fragment(c)}' for c in args.add_config]
     cmd += [f'--make_options={o}' for o in args.make_option]
     cmd.append(f'--qemu_config={args.qemu_config}' if args.qemu_config else '--arch=x86_64')
     cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
