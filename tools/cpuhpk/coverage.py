@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
+import hashlib
 import io
 import os
 import re
@@ -56,17 +57,21 @@ END = 'cpuhp-kunit: gcov end'
 THRESHOLDS = REPO / 'tools' / 'coverage-thresholds'
 
 # debugfs reports a size of 0 for the .gcda files, so they are copied out
-# with cat before tar sees them; busybox's reboot ends QEMU (-no-reboot),
-# its poweroff would only halt without ACPI.
-DUMP_GCOV = f'''/bin/busybox mount -t debugfs debugfs /dbg
+# with cat before tar sees them. Kernel messages are kept off the console
+# while the data is printed, and its sha256 is printed first, so a damaged
+# transfer is an error, not a wrong report. busybox's reboot ends QEMU
+# (-no-reboot); its poweroff would only halt without ACPI.
+DUMP_GCOV = f'''echo 1 > /proc/sys/kernel/printk
+/bin/busybox mount -t debugfs debugfs /dbg
 cd /dbg/gcov || /bin/busybox reboot -f
 for f in $(/bin/busybox find . -name '*.gcda'); do
 	/bin/busybox mkdir -p "/gcda/${{f%/*}}"
 	/bin/busybox cat "$f" > "/gcda/$f"
 done
 cd /gcda
-echo "{BEGIN}"
-/bin/busybox tar -cf - . | /bin/busybox gzip -c | /bin/busybox base64
+/bin/busybox tar -cf - . | /bin/busybox gzip -c > /gcov.tgz
+echo "{BEGIN} $(/bin/busybox sha256sum < /gcov.tgz)"
+/bin/busybox base64 /gcov.tgz
 echo "{END}"
 /bin/busybox reboot -f
 '''
@@ -124,7 +129,7 @@ def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
     """Put the .gcda files printed on the console back into the build directory."""
     lines = console.read_text(errors='replace').splitlines()
     try:
-        start = next(i for i, ln in enumerate(lines) if ln.strip() == BEGIN)
+        start = next(i for i, ln in enumerate(lines) if ln.startswith(BEGIN))
         end = next(i for i, ln in enumerate(lines) if i > start and ln.strip() == END)
     except StopIteration:
         raise tree.PrepareError(f'no gcov data on the console ({console}): '
@@ -137,8 +142,10 @@ def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
         raise tree.PrepareError(f'gcov data on the console is damaged: {e}') from None
     written: List[Path] = []
     root = build_dir.resolve()
-    if not blob:
-        raise tree.PrepareError(f'no gcov data between the markers in {console}')
+    want = lines[start][len(BEGIN):].split()[:1]
+    if not blob or want != [hashlib.sha256(blob).hexdigest()]:
+        raise tree.PrepareError(f'gcov data in {console} is missing or damaged '
+                                '(sha256 differs from the one the guest printed)')
     with tarfile.open(fileobj=io.BytesIO(blob), mode='r:gz') as tar:
         for member in tar.getmembers():
             if not member.isfile():
