@@ -17,7 +17,7 @@ help:
 	@echo '  run          prepare the cached tree, build, boot in QEMU, judge -> out/$(KVER)/'
 	@echo '  run-debug    run with CONFIG=debug: lockdep, PROVE_RCU, atomic-sleep and object checks'
 	@echo '  test         tools-test, run, run-debug, then coverage with its gate (what CI runs)'
-	@echo '  tools-test   the tools own tests on recorded KTAP and console samples'
+	@echo '  tools-test   mypy --strict and the tools own tests on recorded consoles'
 	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
 	@echo '  coverage     the suites on a gcov kernel: lcov summary, html, gate -> out/$(KVER)-coverage/'
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
@@ -37,6 +37,7 @@ run:
 	$(PYTHON) tools/cpuhpk/run.py $(RUN_ARGS)
 
 tools-test:
+	sh tools/typecheck.sh
 	$(PYTHON) -m unittest discover -s tools/tests -t tools
 
 run-debug:

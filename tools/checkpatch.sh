@@ -8,7 +8,7 @@ tree=$(python3 "$repo/tools/cpuhpk/tree.py" --kver "$kver" | tail -n 1)
 # checkpatch runs scripts/spdxcheck.py with python3, which needs ply and git.
 if ! /usr/bin/python3 -c 'import ply, git' 2>/dev/null; then
 	if [ "$(id -u)" = 0 ]; then
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-ply python3-git >/dev/null
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-ply python3-git >/dev/null
 	else
 		echo "checkpatch needs python3-ply and python3-git; this is not root: run 'apt-get install -y python3-ply python3-git' as root" >&2
 		exit 1

@@ -139,6 +139,7 @@ def parse(lines: Sequence[str]) -> Test:
             if frame.block.plan is None:
                 frame.block.plan = int(is_plan.group(1))
             continue
+        assert is_result is not None
         name = (is_result.group(3) or '').strip()
         test = frame.closed if frame.closed is not None and \
             frame.closed.name in ('', name) else Test(name=name)

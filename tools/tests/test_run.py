@@ -6,7 +6,7 @@ import shutil
 import tempfile
 import unittest
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 from cpuhpk import mutate, run
 
@@ -21,7 +21,7 @@ class JudgeTest(unittest.TestCase):
     def tearDown(self) -> None:
         self._tmp.cleanup()
 
-    def judge(self, console: Optional[str], rc: Optional[int], kunit_log: str = '') -> list:
+    def judge(self, console: Optional[str], rc: Optional[int], kunit_log: str = '') -> List[str]:
         if console:
             shutil.copy(DATA / console, self.out / 'console.log')
         (self.out / 'kunit.log').write_text(kunit_log)
