@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -101,6 +102,9 @@ def main(argv: Sequence[str]) -> int:
     except tree.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
+    # SIGTERM as well as Ctrl-C unwinds through run_one()'s finally: the
+    # mutant is reversed before the process ends.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
                 '--timeout', args.timeout]
     base = REPO / 'out' / f'{args.kver}-mutate'

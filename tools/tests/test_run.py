@@ -8,7 +8,7 @@ import unittest
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import mutate, run
+from cpuhpk import mutate, run, tree
 
 DATA = Path(__file__).parent / 'data'
 
@@ -64,6 +64,22 @@ class JudgeTest(unittest.TestCase):
 
 
 class MutantTest(unittest.TestCase):
+    def test_mutant_that_does_not_apply(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            linux = Path(tmp) / 'linux'
+            linux.mkdir()
+            (linux / 'a.c').write_text('int a;\n')
+            tree.git(linux, 'init', '-q')
+            tree.git(linux, 'add', '-A')
+            tree.git(linux, 'commit', '-q', '-m', 'baseline')
+            patch = Path(tmp) / 'm.patch'
+            patch.write_text('# breaks b\n--- a/b.c\n+++ b/b.c\n@@ -1 +1 @@\n-int b;\n+int c;\n')
+            t = tree.Tree(kver='9.9', package='9.9.1-1', version='9.9.1', path=linux)
+            outcome = mutate.run_one(patch, t, [], Path(tmp) / 'out')
+            self.assertEqual(outcome.verdict, 'not-applicable')
+            self.assertEqual(outcome.promise, 'breaks b')
+
+
     def test_promise_is_the_comment_line(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             p = Path(tmp) / 'm.patch'
