@@ -92,6 +92,19 @@ static void cpuhp_install_add_each(struct cpuhp_rec_log *log, const struct cpuma
 		cpuhp_rec_log_add(log, cpu, slot, instance, dir, 0);
 }
 
+/* @cpu's place (1 for the first) in @cpus, ascending. */
+static unsigned int cpuhp_install_place(const struct cpumask *cpus, unsigned int cpu)
+{
+	unsigned int c, n = 0;
+
+	for_each_cpu(c, cpus) {
+		n++;
+		if (c == cpu)
+			break;
+	}
+	return n;
+}
+
 /*
  * A failed install of slot 0 (@instance of it): the startup on each CPU of
  * @cpus up to @k, failing on @k, then the teardown on each CPU before @k,
@@ -130,7 +143,15 @@ static void cpuhp_install_startup_fails(struct kunit *test)
 	int slot = cpuhp_install_next_slot(p->range);
 
 	KUNIT_ASSERT_GT(test, slot, 0);
-	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, k, CPUHP_REC_ANY, CPUHP_INSTALL_ERR);
+	/*
+	 * Fail the n-th startup on any CPU, n = k's place among the online
+	 * CPUs: the setup walks them in ascending order, so that is k's.
+	 */
+	cpuhp_rec_arm(rec, &(struct cpuhp_rec_fault) {
+		.slot = 0, .dir = CPUHP_REC_STARTUP, .cpu = CPUHP_REC_ANY,
+		.instance = CPUHP_REC_ANY, .err = CPUHP_INSTALL_ERR,
+		.nth = cpuhp_install_place(rec->online, k),
+	});
 
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, true, false), CPUHP_INSTALL_ERR);
 
