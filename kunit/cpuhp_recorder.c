@@ -112,7 +112,7 @@ static const struct cpuhp_rec_callbacks cpuhp_rec_callbacks[CPUHP_REC_SLOTS] = {
 	CPUHP_REC_ENTRY(0), CPUHP_REC_ENTRY(1), CPUHP_REC_ENTRY(2),
 };
 
-void cpuhp_rec_disarm(struct cpuhp_recorder *rec)
+static void cpuhp_rec_disarm(struct cpuhp_recorder *rec)
 {
 	spin_lock_irq(&rec->lock);
 	rec->armed = false;
@@ -402,16 +402,12 @@ void cpuhp_rec_expect_log(struct kunit *test, struct cpuhp_recorder *rec,
 	}
 }
 
-static bool cpuhp_rec_is_ap_state(int state)
-{
-	return state > CPUHP_BRINGUP_CPU && state != CPUHP_TEARDOWN_CPU;
-}
-
 /*
- * Every logged call of an AP state ran on the CPU it was for: AP callbacks
- * run on the plugged CPU (commit 4baa0afc6719), also for install/remove.
+ * Every logged call of @slot ran on the CPU it was for. For a slot the case
+ * installed in the AP section (CPUHP_AP_ONLINE_DYN): AP callbacks run on the
+ * plugged CPU (commit 4baa0afc6719), also for install and remove.
  */
-void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec)
+void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec, int slot)
 {
 	struct cpuhp_rec_log *got = cpuhp_rec_read(rec);
 	unsigned int i;
@@ -419,7 +415,7 @@ void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec)
 	for (i = 0; i < got->len; i++) {
 		const struct cpuhp_rec_call *c = &got->calls[i];
 
-		if (cpuhp_rec_is_ap_state(rec->slots[c->slot].state))
+		if (c->slot == slot)
 			KUNIT_EXPECT_EQ_MSG(test, c->on_cpu, c->cpu,
 					    "call %u: AP callback for CPU %u ran on %u", i, c->cpu,
 					    c->on_cpu);

@@ -87,7 +87,6 @@ void cpuhp_rec_remove_instance(struct cpuhp_recorder *rec, int slot, int instanc
 void cpuhp_rec_arm(struct cpuhp_recorder *rec, const struct cpuhp_rec_fault *fault);
 void cpuhp_rec_arm_once(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir dir,
 			int cpu, int instance, int err);
-void cpuhp_rec_disarm(struct cpuhp_recorder *rec);
 void cpuhp_rec_clear(struct cpuhp_recorder *rec);
 
 unsigned int cpuhp_rec_count(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir dir,
@@ -105,7 +104,7 @@ void cpuhp_rec_log_add(struct cpuhp_rec_log *log, unsigned int cpu, int slot, in
 void cpuhp_rec_expect_log(struct kunit *test, struct cpuhp_recorder *rec,
 			  struct cpuhp_rec_log *expected);
 
-void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec);
+void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec, int slot);
 
 /* Which of the CPUs online at the start of the case. */
 enum cpuhp_rec_pick {

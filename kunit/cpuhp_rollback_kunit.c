@@ -136,7 +136,8 @@ static void cpuhp_rollback_expect_calls(struct kunit *test, struct cpuhp_rollbac
 	for (i = 0; i < got->len; i++)
 		KUNIT_EXPECT_EQ_MSG(test, got->calls[i].frozen, frozen, "call %u: cpu %u slot %d",
 				    i, got->calls[i].cpu, got->calls[i].slot);
-	cpuhp_rec_expect_on_cpu(test, rb->rec);
+	cpuhp_rec_expect_on_cpu(test, rb->rec, M);
+	cpuhp_rec_expect_on_cpu(test, rb->rec, H);
 }
 
 /* Take N down cleanly and forget the calls that took. */
