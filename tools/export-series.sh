@@ -5,7 +5,7 @@
 set -eu
 kver=${1:-6.12}
 repo=$(cd "$(dirname "$0")/.." && pwd)
-tree=$(python3 "$repo/tools/cpuhpk/tree.py" --kver "$kver" | tail -n 1)
+tree=$(python3 "$repo/tools/cpuhpk/tree.py" --kver "$kver" --path)
 rm -f "$repo"/src/*.patch
 git -C "$tree" format-patch -q --zero-commit --no-signature -o "$repo/src" baseline..HEAD
 (cd "$repo/src" && ls ./*.patch | sed 's|^\./||' > series)

@@ -10,14 +10,17 @@ leaves make with nothing to rebuild.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 # Debian packages the build and the QEMU run need, besides linux-source-<KVER>.
 BUILD_PACKAGES = (
@@ -34,6 +37,17 @@ GIT_IDENTITY = ('-c', 'user.name=cpuhp-kunit', '-c', 'user.email=cpuhp-kunit@loc
 
 class PrepareError(Exception):
     """A step failed; the message is the one line to show the user."""
+
+
+class LockBusy(PrepareError):
+    """The cache is in use by another run and CPUHP_KUNIT_NOWAIT=1."""
+
+
+# Environment variable by which a run hands its lock on the cache to the runs
+# it starts itself (make mutate -> run.py): the number of an inherited file
+# descriptor of the lock file, whose flock is then already held.
+LOCK_FD_ENV = 'CPUHP_KUNIT_LOCK_FD'
+_lock_depth = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +69,89 @@ def cache_root() -> Path:
     if env:
         return Path(env).expanduser().resolve()
     return Path.home() / '.cache' / 'cpuhp-kunit'
+
+
+def _inherited_lock(path: Path) -> Optional[int]:
+    """The lock file descriptor handed down by a parent run, if it is one."""
+    value = os.environ.get(LOCK_FD_ENV, '')
+    if not value.isdigit():
+        return None
+    try:
+        held, want = os.fstat(int(value)), os.stat(path)
+    except OSError:
+        return None
+    return int(value) if (held.st_dev, held.st_ino) == (want.st_dev, want.st_ino) else None
+
+
+@contextlib.contextmanager
+def cache_lock(what: str) -> Iterator[int]:
+    """Hold the cache's lock (flock on <cache>/lock) for prepare, build and boot.
+
+    Two runs sharing a cache would apply the series over each other or build
+    in the same directory. A second run waits, saying for whom, or with
+    CPUHP_KUNIT_NOWAIT=1 fails at once. Re-entrant within a process (make
+    coverage runs make run's code); handed to child runs through an inherited
+    descriptor (LOCK_FD_ENV, see lock_fds()). Yields the descriptor.
+    """
+    global _lock_depth
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / 'lock'
+    if _lock_depth:
+        _lock_depth += 1
+        try:
+            yield int(os.environ[LOCK_FD_ENV])
+        finally:
+            _lock_depth -= 1
+        return
+    fd = _inherited_lock(path)
+    inherited = fd is not None
+    if fd is None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = path.read_text(errors='replace').strip() or 'another run'
+            if os.environ.get('CPUHP_KUNIT_NOWAIT') == '1':
+                raise LockBusy(f'the cache {root} is in use ({holder}); not waiting '
+                               '(CPUHP_KUNIT_NOWAIT=1)') from None
+            log(f'waiting for the cache {root}: in use ({holder})')
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if not inherited:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f'pid {os.getpid()}: {what}\n'.encode(), 0)
+        os.set_inheritable(fd, True)
+        previous = os.environ.get(LOCK_FD_ENV)
+        os.environ[LOCK_FD_ENV] = str(fd)
+        _lock_depth = 1
+        try:
+            yield fd
+        finally:
+            _lock_depth = 0
+            if previous is None:
+                os.environ.pop(LOCK_FD_ENV, None)
+            else:
+                os.environ[LOCK_FD_ENV] = previous
+    finally:
+        if not inherited:
+            os.close(fd)
+
+
+def locked(what: str, job: Callable[[], int]) -> int:
+    """Exit status of @job run under the cache lock; 1 with one line on a PrepareError."""
+    try:
+        with cache_lock(what):
+            return job()
+    except PrepareError as e:
+        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
+        return 1
+
+
+def lock_fds() -> Tuple[int, ...]:
+    """Descriptors a child run must inherit to share this process's cache lock."""
+    value = os.environ.get(LOCK_FD_ENV, '')
+    return (int(value),) if _lock_depth and value.isdigit() else ()
 
 
 def log(msg: str) -> None:
@@ -87,11 +184,31 @@ def missing_packages(packages: Sequence[str]) -> List[str]:
     return [p for p in packages if installed_version(p) is None]
 
 
+def known_to_apt(package: str) -> bool:
+    """Whether apt has a candidate for @package (installed or installable)."""
+    res = subprocess.run(['apt-cache', 'policy', package], capture_output=True, text=True,
+                         check=False)
+    m = re.search(r'Candidate: (\S+)', res.stdout)
+    return bool(m) and m is not None and m.group(1) != '(none)'
+
+
+def similar_sources() -> List[str]:
+    res = subprocess.run(['apt-cache', 'pkgnames', 'linux-source-'], capture_output=True,
+                         text=True, check=False)
+    return sorted(n for n in res.stdout.split() if re.fullmatch(r'linux-source-[\d.]+', n))
+
+
 def ensure_packages(packages: Sequence[str]) -> None:
     """Install what is missing when root; otherwise fail naming it."""
     missing = missing_packages(packages)
     if not missing:
         return
+    unknown = [p for p in missing if p.startswith('linux-source-') and not known_to_apt(p)]
+    if unknown and os.geteuid() != 0:
+        known = ', '.join(similar_sources()) or 'none (run apt-get update as root?)'
+        raise PrepareError(f'{unknown[0]} is unknown to apt: no such kernel series '
+                           f'(KVER={unknown[0].removeprefix("linux-source-")}); apt knows: '
+                           f'{known}')
     cmd = 'apt-get install -y ' + ' '.join(missing)
     if os.geteuid() != 0:
         raise PrepareError(f'missing packages: {" ".join(missing)}; this is not root: '
@@ -103,6 +220,13 @@ def ensure_packages(packages: Sequence[str]) -> None:
         res = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
         if res.returncode != 0:
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:]
+            if args[1] == 'install':
+                unknown = [p for p in missing if p.startswith('linux-source-')
+                           and not known_to_apt(p)]
+                if unknown:
+                    known = ', '.join(similar_sources()) or 'none'
+                    raise PrepareError(f'{unknown[0]} is unknown to apt: no such kernel '
+                                       f'series; apt knows: {known}')
             raise PrepareError(f"'{' '.join(args)}' failed: {' '.join(tail)}")
     still = missing_packages(packages)
     if still:
@@ -129,17 +253,21 @@ def read_stamp(tree: Path, name: str) -> Optional[str]:
         return None
 
 
-def extract(kver: str, package: str, dest: Path) -> None:
+def extract(kver: str, package: str, dest: Path, tarball: Optional[Path] = None) -> None:
     """Extract /usr/src/linux-source-<kver>.tar.xz to dest and commit it as baseline."""
-    tarball = Path('/usr/src') / f'linux-source-{kver}.tar.xz'
+    tarball = tarball or Path('/usr/src') / f'linux-source-{kver}.tar.xz'
     if not tarball.is_file():
         raise PrepareError(f'{tarball} not found although {source_package(kver)} is installed')
     tmp = dest.with_name(dest.name + '.partial')
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     log(f'extracting {tarball} to {dest}')
-    subprocess.run(['tar', '-xf', str(tarball), '-C', str(tmp), '--strip-components=1'],
-                   check=True)
+    res = subprocess.run(['tar', '-xf', str(tarball), '-C', str(tmp), '--strip-components=1'],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        why = (res.stderr.strip().splitlines() or [f'exit status {res.returncode}'])[-1]
+        raise PrepareError(f'extracting {tarball} to {dest.parent} failed: {why}')
     git(tmp, 'init', '-q')
     git(tmp, 'config', 'gc.auto', '0')
     # -f: the tarball is the baseline, whatever its .gitignore files say.
@@ -171,11 +299,18 @@ def fingerprint(paths: Sequence[Path], extra: str = '') -> str:
     return h.hexdigest()
 
 
+def series_stamp(tree: Path) -> Tuple[str, str]:
+    """(fingerprint of the applied series, the HEAD it produced)."""
+    fp, _, head = (read_stamp(tree, SERIES_STAMP) or '').partition(' ')
+    return fp, head.strip()
+
+
 def apply_series(tree: Path, version: str, src: Path) -> None:
     """Reapply src/ on the baseline when the series changed."""
     patches = series_files(src)
     fp = fingerprint([src / 'series', *patches] if patches else [])
-    if read_stamp(tree, SERIES_STAMP) == fp:
+    stamped, head = series_stamp(tree)
+    if stamped == fp and head:
         return
     stamp(tree, SERIES_STAMP).unlink(missing_ok=True)
     git(tree, 'am', '--abort', check=False)
@@ -188,16 +323,33 @@ def apply_series(tree: Path, version: str, src: Path) -> None:
             reason = ' '.join((res.stderr or res.stdout).strip().splitlines()[:3])
             raise PrepareError(f'patch {p.name} does not apply to linux {version}: {reason}')
     log(f'applied {len(patches)} patch(es) from src/series on linux {version}')
-    stamp(tree, SERIES_STAMP).write_text(fp)
+    head = git(tree, 'rev-parse', 'HEAD').stdout.strip()
+    stamp(tree, SERIES_STAMP).write_text(f'{fp} {head}')
 
 
 def check_clean(tree: Path) -> None:
-    """Refuse a tree whose tracked files differ from the series, unless asked to.
+    """Refuse a tree that is not what src/series makes of the baseline, unless asked to.
 
-    A break left in the cache would otherwise change every later run's
-    verdict without a trace; CPUHP_KUNIT_DIRTY=1 is for testing such a break
-    (mutation testing sets it for the mutant's run).
+    A break left in the cache, edited or committed by hand, would otherwise
+    change every later run's verdict without a trace; CPUHP_KUNIT_DIRTY=1 is
+    for testing such a break (mutation testing sets it for the mutant's run).
     """
+    _, want = series_stamp(tree)
+    head = git(tree, 'rev-parse', 'HEAD').stdout.strip()
+    if want and head != want:
+        extra = git(tree, 'log', '--oneline', f'{want}..{head}', check=False).stdout.split('\n')
+        extra = [ln for ln in extra if ln.strip()]
+        what = (f'{len(extra)} commit(s) not in src/ ({extra[0]}' + (', ...)' if len(extra) > 1
+                                                                   else ')')
+                if extra else f'HEAD {head[:12]} instead of {want[:12]}')
+        if os.environ.get('CPUHP_KUNIT_DIRTY') == '1':
+            log(f'testing a tree that is not src/series: {what}')
+        else:
+            raise PrepareError(
+                f'the cached tree {tree} is not what src/series makes of the baseline: {what}; '
+                "export them with 'tools/export-series.sh' (then rerun), or drop them with "
+                f"'git -C {tree} reset --hard {want[:12]}', or set CPUHP_KUNIT_DIRTY=1 "
+                'to test them')
     changed = git(tree, 'status', '--porcelain', '--untracked-files=no').stdout.split('\n')
     changed = [ln[3:] for ln in changed if ln.strip()]
     if not changed:
@@ -260,14 +412,28 @@ def prepare(kver: str, repo: Path) -> Tree:
     return Tree(kver=kver, package=package, version=version, path=path)
 
 
+def tree_path(kver: str) -> Path:
+    """Where the tree of the installed linux-source-<kver> lives in the cache."""
+    package = installed_version(source_package(kver))
+    if package is None:
+        raise PrepareError(f'{source_package(kver)} is not installed: run make prepare')
+    return cache_root() / f'linux-{upstream_version(package)}'
+
+
 def main(argv: Sequence[str]) -> int:
     import argparse
     ap = argparse.ArgumentParser(description='Prepare the cached kernel tree.')
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--repo', type=Path, default=Path(__file__).resolve().parents[2])
+    ap.add_argument('--path', action='store_true',
+                    help='only print where the tree is; check and change nothing')
     args = ap.parse_args(argv)
     try:
-        tree = prepare(args.kver, args.repo)
+        if args.path:
+            print(tree_path(args.kver))
+            return 0
+        with cache_lock(f'make prepare KVER={args.kver}'):
+            tree = prepare(args.kver, args.repo)
     except PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1

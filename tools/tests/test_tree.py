@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 from cpuhpk import tree
 
@@ -75,6 +77,33 @@ class SeriesTest(unittest.TestCase):
         self.assertIn('patch failed', msg)
         self.assertIsNone(tree.read_stamp(self.tree, tree.SERIES_STAMP))
 
+    def test_hand_made_commit_is_refused(self) -> None:
+        tree.apply_series(self.tree, '9.9', self.repo / 'src')
+        (self.tree / 'a.c').write_text('int a;\nint b;\nint broken;\n')
+        tree.git(self.tree, 'commit', '-q', '-a', '-m', 'a: a break never exported')
+        with mock.patch.dict(os.environ, {'CPUHP_KUNIT_DIRTY': ''}):
+            with self.assertRaises(tree.PrepareError) as cm:
+                tree.check_clean(self.tree)
+        msg = str(cm.exception)
+        self.assertIn('1 commit(s) not in src/', msg)
+        self.assertIn('a: a break never exported', msg)
+        self.assertIn('tools/export-series.sh', msg)
+        self.assertIn('reset --hard', msg)
+        with mock.patch.dict(os.environ, {'CPUHP_KUNIT_DIRTY': '1'}), mock.patch('sys.stdout'):
+            tree.check_clean(self.tree)
+
+    def test_half_applied_series_is_reapplied(self) -> None:
+        # An old stamp without the HEAD it produced (or a run killed half-way)
+        # does not count as applied.
+        tree.apply_series(self.tree, '9.9', self.repo / 'src')
+        fp, head = tree.series_stamp(self.tree)
+        tree.stamp(self.tree, tree.SERIES_STAMP).write_text(fp)
+        tree.git(self.tree, 'reset', '-q', '--hard', 'baseline')
+        with mock.patch('sys.stdout'):
+            tree.apply_series(self.tree, '9.9', self.repo / 'src')
+        self.assertEqual((self.tree / 'a.c').read_text(), 'int a;\nint b;\n')
+        tree.check_clean(self.tree)
+
     def test_series_names_a_missing_patch(self) -> None:
         (self.repo / 'src' / 'series').write_text('0002-missing.patch\n')
         with self.assertRaisesRegex(tree.PrepareError, '0002-missing.patch'):
@@ -111,6 +140,114 @@ class SeriesTest(unittest.TestCase):
                 (self.repo / 'kunit' / 'MANIFEST').write_text(text)
                 with self.assertRaisesRegex(tree.PrepareError, what):
                     tree.read_manifest(self.repo / 'kunit')
+
+
+class ExtractTest(unittest.TestCase):
+    def test_tar_failure_is_one_line(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = Path(tmp) / 'linux-source-9.9.tar.xz'
+            bad.write_bytes(b'not a tarball')
+            with mock.patch('sys.stdout'), self.assertRaises(tree.PrepareError) as cm:
+                tree.extract('9.9', '9.9.1-1', Path(tmp) / 'linux-9.9.1', bad)
+            msg = str(cm.exception)
+            self.assertNotIn('\n', msg)
+            self.assertIn('extracting', msg)
+            self.assertFalse((Path(tmp) / 'linux-9.9.1.partial').exists())
+
+
+class AptTest(unittest.TestCase):
+    def test_unknown_series_not_root(self) -> None:
+        if tree.known_to_apt('linux-source-6.12') is False and not tree.similar_sources():
+            self.skipTest('apt lists are empty here (apt-get update never ran)')
+        with mock.patch.object(os, 'geteuid', return_value=1000):
+            with self.assertRaises(tree.PrepareError) as cm:
+                tree.ensure_packages(['linux-source-6.13'])
+        msg = str(cm.exception)
+        self.assertIn('linux-source-6.13 is unknown to apt', msg)
+        self.assertIn('linux-source-6.12', msg)
+        self.assertNotIn('apt-get install', msg)
+
+
+LOCKER = """
+import sys, time
+sys.path.insert(0, {tools!r})
+from cpuhpk import tree
+with tree.cache_lock('holder'):
+    print('locked', flush=True)
+    sys.stdin.readline()
+"""
+
+
+class LockTest(unittest.TestCase):
+    """Two runs never share the cache at once."""
+
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self._tmp.cleanup)
+        self.env = dict(os.environ, CPUHP_KUNIT_CACHE=self._tmp.name)
+        self.env.pop(tree.LOCK_FD_ENV, None)
+        tools = str(Path(tree.__file__).resolve().parents[1])
+        self.holder = subprocess.Popen([sys.executable, '-c', LOCKER.format(tools=tools)],
+                                       env=self.env, stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True)
+        assert self.holder.stdout is not None
+        self.assertEqual(self.holder.stdout.readline().strip(), 'locked')
+        self.addCleanup(self.release)
+
+    def release(self) -> None:
+        if self.holder.poll() is None:
+            assert self.holder.stdin is not None
+            self.holder.stdin.write('\n')
+            self.holder.stdin.flush()
+            self.holder.wait(30)
+        for f in (self.holder.stdin, self.holder.stdout):
+            if f is not None:
+                f.close()
+
+    def test_nowait_fails_at_once_naming_the_holder(self) -> None:
+        env = dict(self.env, CPUHP_KUNIT_NOWAIT='1')
+        with mock.patch.dict(os.environ, env, clear=True):
+            with self.assertRaises(tree.LockBusy) as cm:
+                with tree.cache_lock('second'):
+                    pass
+        self.assertIn('holder', str(cm.exception))
+
+    def test_second_run_waits_saying_so(self) -> None:
+        tools = str(Path(tree.__file__).resolve().parents[1])
+        code = (f'import sys; sys.path.insert(0, {tools!r})\n'
+                'from cpuhpk import tree\n'
+                "with tree.cache_lock('second'):\n    print('got it', flush=True)\n")
+        second = subprocess.Popen([sys.executable, '-c', code], env=self.env,
+                                  stdout=subprocess.PIPE, text=True)
+        assert second.stdout is not None
+        first = second.stdout.readline()
+        self.assertIn('waiting for the cache', first)
+        self.assertIn('holder', first)
+        self.release()
+        self.assertEqual(second.stdout.readline().strip(), 'got it')
+        self.assertEqual(second.wait(30), 0)
+        second.stdout.close()
+
+    def test_reentrant_and_inherited(self) -> None:
+        self.release()
+        with mock.patch.dict(os.environ, self.env, clear=True):
+            with tree.cache_lock('outer') as fd:
+                with tree.cache_lock('inner'):
+                    pass
+                self.assertEqual(tree.lock_fds(), (fd,))
+                tools = str(Path(tree.__file__).resolve().parents[1])
+                code = (f'import sys, os; sys.path.insert(0, {tools!r})\n'
+                        'os.environ["CPUHP_KUNIT_NOWAIT"] = "1"\n'
+                        'from cpuhpk import tree\n'
+                        "with tree.cache_lock('child'):\n    print('child ran')\n")
+                res = subprocess.run([sys.executable, '-c', code], pass_fds=tree.lock_fds(),
+                                     capture_output=True, text=True, check=False)
+                self.assertEqual(res.stdout.strip(), 'child ran', res.stderr)
+                # Without the inherited descriptor the child is refused.
+                res = subprocess.run([sys.executable, '-c', code], capture_output=True,
+                                     text=True, check=False)
+                self.assertNotEqual(res.returncode, 0)
+                self.assertIn('LockBusy', res.stderr)
 
 
 if __name__ == '__main__':
