@@ -1,9 +1,15 @@
-"""KTAP from a kernel console: extraction, a small parser, and JUnit XML.
+"""KTAP from a kernel console: bounded reading, extraction and a small parser.
 
-kunit.py parses KTAP for its own summary and JSON; CI wants JUnit, with one
-<testcase> per KUnit case (``suite.case``, or ``suite.case.param`` for each
-parameter) carrying the case's diagnostic lines, and a run that stopped
-half-way reported as such rather than as a shorter, green run.
+kunit.py parses KTAP for its own summary and JSON, but 6.12's kunit_parser
+drops skip reasons and the names of crashed cases; this parser keeps both,
+keeps the kernel messages printed while a case ran with that case, and
+records which console lines each case spans, so a kernel report can be
+pinned on the case during which it was printed (verdict.py).
+
+The console is untrusted input from the guest: read_console() reads at most
+MAX_CONSOLE bytes, cuts lines at MAX_LINE characters and decodes anything,
+so garbage gives a failing verdict in bounded time and memory, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -11,8 +17,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import re
-import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
@@ -23,28 +27,78 @@ KTAP_END = re.compile(r'\s*(List of all partitions:|Kernel panic - not syncing: 
 RESULT = re.compile(r'^(not ok|ok) (\d+)(?: -)?(?: (.*?))?(?: # (SKIP|TODO)(?: (.*))?)?$')
 PLAN = re.compile(r'^1\.\.(\d+)')
 SUBTEST = re.compile(r'^# Subtest: (.*)$')
+# KUnit's count line after a case's parameters and after a suite's cases.
+STATS = re.compile(r'^# (\S+): pass:(\d+) fail:(\d+) skip:(\d+) total:(\d+)$')
+
+MAX_CONSOLE = 32 << 20      # bytes of a console judged at most
+MAX_LINE = 4096             # characters kept of one console line
+MAX_DIAGNOSTICS = 400       # diagnostic lines kept per test
 
 
-def extract(console: Iterable[str]) -> List[str]:
-    """The KTAP lines of a console log, with the console's line prefix removed.
+@dataclasses.dataclass
+class Console:
+    """A console log as read: its lines and what had to be cut."""
+    lines: List[str]
+    truncated: bool = False     # more than MAX_CONSOLE bytes: the rest was not read
+    long_lines: int = 0         # lines cut at MAX_LINE characters
 
-    Like kunit.py: everything from the first 'KTAP version' line, with as many
-    characters cut from each line as stood before it there.
+
+def read_console(path: Path, max_bytes: int = MAX_CONSOLE,
+                 max_line: int = MAX_LINE) -> Console:
+    """Read a console log without trusting it: bounded bytes, bounded lines."""
+    out = Console(lines=[])
+    total = 0
+    with open(path, 'rb') as f:
+        while total < max_bytes:
+            chunk = f.readline(min(max_line * 4, max_bytes - total))
+            if not chunk:
+                break
+            total += len(chunk)
+            cut = False
+            # No newline: an overlong line; skip its rest within the budget.
+            while not chunk.endswith(b'\n') and total < max_bytes:
+                more = f.readline(min(1 << 20, max_bytes - total))
+                if not more:
+                    break
+                cut, total = True, total + len(more)
+                if more.endswith(b'\n'):
+                    break
+            text = chunk.decode('utf-8', 'replace').rstrip('\r\n')
+            if len(text) > max_line:
+                text, cut = text[:max_line], True
+            out.long_lines += cut
+            out.lines.append(text)
+        else:
+            out.truncated = bool(f.read(1))
+    return out
+
+
+def extract_at(console: Iterable[str]) -> Tuple[int, List[str]]:
+    """The KTAP lines of a console, prefix removed, and the index of the first.
+
+    Like kunit.py: everything from the first 'KTAP version' line up to where
+    kunit.py stops, with as many characters cut from each line as stood
+    before 'KTAP version' there. KTAP line i is console line start + i.
     """
     out: List[str] = []
     prefix: Optional[int] = None
-    for line in console:
+    start = -1
+    for n, line in enumerate(console):
         line = line.rstrip('\r\n')
         if prefix is None:
-            m = KTAP_START.search(line)
-            if m:
+            if KTAP_START.search(line):
                 prefix = len(line.split('TAP version')[0].removesuffix('K'))
+                start = n
                 out.append(line[prefix:])
             continue
         if KTAP_END.search(line):
             break
         out.append(line[prefix:])
-    return out
+    return start, out
+
+
+def extract(console: Iterable[str]) -> List[str]:
+    return extract_at(console)[1]
 
 
 class Status(enum.Enum):
@@ -52,6 +106,7 @@ class Status(enum.Enum):
     FAIL = 'fail'
     SKIP = 'skip'
     CRASHED = 'crashed'     # the output ended before the result line
+    EMPTY = 'no results'    # 'ok' after a subtest header with no results under it
 
 
 @dataclasses.dataclass
@@ -62,107 +117,134 @@ class Test:
     diagnostics: List[str] = dataclasses.field(default_factory=list)
     subtests: List['Test'] = dataclasses.field(default_factory=list)
     plan: Optional[int] = None
+    # KTAP line indices this test ran over (inclusive), -1 when unknown.
+    first: int = -1
+    last: int = -1
+    cut: int = 0                        # diagnostic lines dropped past MAX_DIAGNOSTICS
+
+    def add_diagnostics(self, lines: Sequence[str]) -> None:
+        room = MAX_DIAGNOSTICS - len(self.diagnostics)
+        self.diagnostics.extend(lines[:max(room, 0)])
+        self.cut += max(len(lines) - max(room, 0), 0)
 
 
-def _level(line: str) -> Tuple[int, str]:
-    """Nesting level (a tab or four spaces each) and the line without it."""
-    level, i = 0, 0
-    while i < len(line):
-        if line[i] == '\t':
-            level, i = level + 1, i + 1
-        elif line.startswith('    ', i):
-            level, i = level + 1, i + 4
-        else:
-            break
-    return level, line[i:]
+def _width(line: str) -> Tuple[int, str]:
+    """Indentation width in columns (a tab counts four) and the line without it.
+
+    Nesting is decided by comparing widths, not by counting fixed steps, so
+    KTAP indented by two spaces (kunit_tool's own test data), four spaces
+    (KUnit today) or tabs (old TAP output) all parse.
+    """
+    width, i = 0, 0
+    while i < len(line) and line[i] in ' \t':
+        width += 4 if line[i] == '\t' else 1
+        i += 1
+    return width, line[i:]
 
 
 @dataclasses.dataclass
 class _Frame:
-    level: int
+    width: int
     block: Test
     diagnostics: List[str] = dataclasses.field(default_factory=list)
     closed: Optional[Test] = None   # a deeper block that ended: the next result's subtests
+    since: int = 0                  # first line after this block's last structural line
 
 
 def parse(lines: Sequence[str]) -> Test:
     """Parse KTAP into a tree: the root's subtests are the suites.
 
     A block (a 'KTAP version' header or a '# Subtest:' line, then a plan and
-    results) at level L collects the results printed at level L; a block at
-    L+1 that ends before a result at L holds that result's parameters.
-    Only structural lines (header, subtest, plan, result) at level L end the
-    blocks deeper than L. Any other line is a diagnostic of the innermost open
-    block: KUnit prints a parameter's failure one level above the parameter's
-    result, and the kernel's own messages are not indented at all, so a
-    warning printed while a case runs lands in that case's diagnostics.
+    results) at indentation W collects the results printed at W; a block
+    indented deeper that ends before a result at W holds that result's
+    parameters. Only structural lines (header, subtest, plan, result) end
+    the blocks deeper than them. Any other line is a diagnostic of the
+    innermost open block: KUnit prints a parameter's failure one level above
+    the parameter's result, and the kernel's own messages are not indented at
+    all, so a warning printed while a case runs lands in that case's
+    diagnostics. A case spans the lines after the previous structural line up
+    to its own result line.
     """
     stack: List[_Frame] = []
 
-    def close_deeper(level: int, at_end: bool = False) -> None:
-        while len(stack) > 1 and stack[-1].level > level:
+    def close_deeper(width: int, at: int, at_end: bool = False) -> None:
+        while len(stack) > 1 and stack[-1].width > width:
             frame = stack.pop()
-            _flush_in_flight(frame, at_end)
+            _flush_in_flight(frame, at, at_end)
             stack[-1].closed = frame.block
 
-    for raw in lines:
+    def open_block(width: int, name: str, at: int) -> None:
+        stack.append(_Frame(width, Test(name=name, first=at), since=at + 1))
+
+    for n, raw in enumerate(lines):
         if not raw.strip():
             continue
-        level, text = _level(raw)
+        width, text = _width(raw)
         if not stack:
             if KTAP_START.match(text):
-                stack.append(_Frame(level, Test(name='', status=Status.PASS)))
+                stack.append(_Frame(width, Test(name='', status=Status.PASS, first=n),
+                                    since=n + 1))
             continue
         if KTAP_START.match(text):
-            if level > stack[0].level:
-                close_deeper(level - 1)
-                stack.append(_Frame(level, Test(name='')))
+            if width > stack[0].width:
+                close_deeper(width - 1, n)
+                open_block(width, '', n)
             continue
         m = SUBTEST.match(text)
         if m:
-            close_deeper(level)
+            close_deeper(width, n)
             top = stack[-1]
-            if top.level == level and top is not stack[0] and not top.block.name \
+            if top.width == width and top is not stack[0] and not top.block.name \
                     and not top.block.subtests:
                 top.block.name = m.group(1).strip()
-            elif level > stack[0].level:
-                close_deeper(level - 1)
-                stack.append(_Frame(level, Test(name=m.group(1).strip())))
+                top.since = n + 1
+            elif width > stack[0].width:
+                close_deeper(width - 1, n)
+                open_block(width, m.group(1).strip(), n)
             continue
         is_plan, is_result = PLAN.match(text), RESULT.match(text)
         if not (is_plan or is_result):
             stack[-1].diagnostics.append(text)
             continue
-        close_deeper(level)
+        close_deeper(width, n)
         frame = stack[-1]
         if is_plan:
             if frame.block.plan is None:
                 frame.block.plan = int(is_plan.group(1))
+            frame.since = n + 1
             continue
         assert is_result is not None
         name = (is_result.group(3) or '').strip()
         test = frame.closed if frame.closed is not None and \
-            frame.closed.name in ('', name) else Test(name=name)
+            frame.closed.name in ('', name) else Test(name=name, first=frame.since)
         test.name = name
+        test.last = n
         if is_result.group(4) == 'SKIP':
             test.status, test.reason = Status.SKIP, (is_result.group(5) or '').strip()
+        elif is_result.group(1) == 'ok':
+            # A parameter block that reported nothing has not passed (kunit_parser: NO_TESTS).
+            test.status = Status.EMPTY if test is frame.closed and not test.subtests \
+                else Status.PASS
         else:
-            test.status = Status.PASS if is_result.group(1) == 'ok' else Status.FAIL
-        test.diagnostics.extend(frame.diagnostics)
+            test.status = Status.FAIL
+        test.add_diagnostics(frame.diagnostics)
         frame.block.subtests.append(test)
-        frame.diagnostics, frame.closed = [], None
+        frame.diagnostics, frame.closed, frame.since = [], None, n + 1
 
     if not stack:
         return Test(name='', status=Status.PASS)
-    close_deeper(-1, at_end=True)
-    _flush_in_flight(stack[0], at_end=True)
-    return _finish(stack[0].block)
+    end = len(lines) - 1
+    close_deeper(-1, end, at_end=True)
+    _flush_in_flight(stack[0], end, at_end=True)
+    root = _finish(stack[0].block, end)
+    root.last = end
+    return root
 
 
 CASE_DIAG = re.compile(r'^# ([A-Za-z0-9_]+): ')
 
 
-def _flush_in_flight(frame: _Frame, at_end: bool) -> None:
+def _flush_in_flight(frame: _Frame, at: int, at_end: bool) -> None:
     """A block ends without the result its last output was leading up to.
 
     If more results were due (its plan says so, or, for a block without a
@@ -173,25 +255,29 @@ def _flush_in_flight(frame: _Frame, at_end: bool) -> None:
     block = frame.block
     due = at_end if block.plan is None else len(block.subtests) < block.plan
     if due and (frame.closed is not None or frame.diagnostics):
-        test = frame.closed or Test(name='')
+        test = frame.closed or Test(name='', first=frame.since)
         if not test.name:
             named = (CASE_DIAG.match(d) for d in frame.diagnostics)
             test.name = next((m.group(1) for m in named if m), f'#{len(block.subtests) + 1}')
         test.status = Status.CRASHED
         test.reason = 'the kernel output ended while it ran'
-        test.diagnostics.extend(frame.diagnostics)
+        test.add_diagnostics(frame.diagnostics)
+        test.last = at
         block.subtests.append(test)
     else:
-        block.diagnostics.extend(frame.diagnostics)
+        block.add_diagnostics(frame.diagnostics)
     frame.diagnostics, frame.closed = [], None
 
 
-def _finish(block: Test) -> Test:
+def _finish(block: Test, end: int) -> Test:
     """Blocks whose result never came are crashed; so are planned, unseen results."""
     for t in block.subtests:
-        _finish(t)
-        if t.status is Status.CRASHED and not t.reason:
-            t.reason = 'the kernel output ended before its result'
+        _finish(t, end)
+        if t.status is Status.CRASHED:
+            if not t.reason:
+                t.reason = 'the kernel output ended before its result'
+            if t.last < 0:
+                t.last = end
     if block.plan is not None and len(block.subtests) < block.plan:
         for n in range(len(block.subtests) + 1, block.plan + 1):
             block.subtests.append(Test(name=f'#{n}', status=Status.CRASHED,
@@ -200,7 +286,11 @@ def _finish(block: Test) -> Test:
 
 
 def cases(root: Test) -> List[Tuple[str, Test]]:
-    """(junit name, test) for every KUnit case, one per parameter if any."""
+    """(full name, test) for every KUnit case, one per parameter if any.
+
+    Full names are suite.case or suite.case.param; a suite without cases
+    (it failed to initialise) stands for itself.
+    """
     out: List[Tuple[str, Test]] = []
     for suite in root.subtests:
         if not suite.subtests:
@@ -214,85 +304,34 @@ def cases(root: Test) -> List[Tuple[str, Test]]:
     return out
 
 
-def junit(root: Test) -> ET.ElementTree:
-    top = ET.Element('testsuites')
-    totals = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
+def nodes(root: Test) -> List[Tuple[str, Test]]:
+    """(full name, test) for every suite and every case with parameters."""
+    out: List[Tuple[str, Test]] = []
     for suite in root.subtests:
-        el = ET.SubElement(top, 'testsuite', name=suite.name)
-        counts = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
-        for name, t in cases(Test(name='', subtests=[suite])):
-            tc = ET.SubElement(el, 'testcase', name=name, classname=suite.name)
-            counts['tests'] += 1
-            text = '\n'.join(t.diagnostics)
-            if t.status is Status.FAIL:
-                counts['failures'] += 1
-                first = next((d for d in t.diagnostics if 'FAILED' in d), 'failed')
-                ET.SubElement(tc, 'failure', message=first).text = text
-            elif t.status is Status.CRASHED:
-                counts['errors'] += 1
-                ET.SubElement(tc, 'error', message=f'crashed: {t.reason}').text = text
-            elif t.status is Status.SKIP:
-                counts['skipped'] += 1
-                ET.SubElement(tc, 'skipped', message=t.reason)
-            if text:
-                ET.SubElement(tc, 'system-out').text = text
-        for k, v in counts.items():
-            el.set(k, str(v))
-            totals[k] += v
-    for k, v in totals.items():
-        top.set(k, str(v))
-    ET.indent(top)
-    return ET.ElementTree(top)
+        out.append((suite.name, suite))
+        out.extend((f'{suite.name}.{c.name}', c) for c in suite.subtests if c.subtests)
+    return out
 
 
-@dataclasses.dataclass
-class Verdict:
-    passed: int
-    failed: int
-    skipped: int
-    crashed: int
-    problems: List[str]
+def case_at(root: Test, index: int) -> Optional[Tuple[str, Test]]:
+    """The case (or parameter) that was running when KTAP line @index was printed.
 
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-
-def verdict(root: Test) -> Verdict:
-    """Counts, and what makes the run red: failures, crashes, unexplained skips."""
-    all_cases = cases(root)
-    v = Verdict(0, 0, 0, 0, [])
-    for name, t in all_cases:
-        if t.status is Status.PASS:
-            v.passed += 1
-        elif t.status is Status.SKIP:
-            v.skipped += 1
-            if not t.reason:
-                v.problems.append(f'{name}: skipped without a stated reason')
-        elif t.status is Status.FAIL:
-            v.failed += 1
-            v.problems.append(f'{name}: failed')
-        else:
-            v.crashed += 1
-            v.problems.append(f'{name}: crashed ({t.reason})')
-    if not all_cases:
-        v.problems.append('no KUnit case ran (no KTAP results in the console log)')
-    return v
+    Between a parameterised case's last parameter and its own result only
+    KUnit's count line is printed: a line there goes to the last parameter.
+    """
+    for suite in root.subtests:
+        for case in suite.subtests:
+            base = f'{suite.name}.{case.name}'
+            for p in case.subtests:
+                if p.first <= index <= p.last:
+                    return f'{base}.{p.name}', p
+            if case.first <= index <= case.last:
+                if case.subtests:
+                    p = case.subtests[-1]
+                    return f'{base}.{p.name}', p
+                return base, case
+    return None
 
 
-def main(argv: Sequence[str]) -> int:
-    import argparse
-    ap = argparse.ArgumentParser(description='KTAP (or a console log) to JUnit XML.')
-    ap.add_argument('input', type=Path)
-    ap.add_argument('-o', '--output', type=Path, required=True)
-    args = ap.parse_args(argv)
-    root = parse(extract(args.input.read_text(errors='replace').splitlines()))
-    junit(root).write(args.output, encoding='utf-8', xml_declaration=True)
-    v = verdict(root)
-    for p in v.problems:
-        print(p)
-    return 0 if v.ok else 1
-
-
-if __name__ == '__main__':
-    sys.exit(main(sys.argv[1:]))
+def suite_at(root: Test, index: int) -> Optional[Test]:
+    return next((s for s in root.subtests if s.first <= index <= s.last), None)

@@ -1,19 +1,24 @@
 """`make run`: prepare the tree, build and boot it with kunit.py, judge the result.
+`make judge`: the same verdict on a console log captured anywhere.
 
-Writes to out/<KVER>[-<CONFIG>]/:
+Writes to out/<KVER>[-<CONFIG>]/ (make judge: out/judge/):
   console.log   the whole kernel console (kunit.py's test.log)
   results.ktap  the KTAP the kernel printed, console prefix removed
-  results.json  kunit.py --json
-  junit.xml     one testcase per KUnit case (or parameter)
+  results.json  kunit.py --json (make run only: kunit.py's own view)
+  verdict.json  our verdict: pass/fail, counts, every problem with its category
+  junit.xml     one testcase per KUnit case (or parameter), plus one per
+                problem of the run as a whole; red in it whenever the verdict is
   kunit.log     what kunit.py printed (config, build, summary)
-Exit status 0 only when every case passed or was skipped with a reason, none
-crashed, kunit.py agreed, and the console log is clean (hygiene.py).
+Exit status 0 only when the verdict has no problem (verdict.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,13 +26,14 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from types import FrameType
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import hygiene, ktap, tree  # noqa: E402
+from cpuhpk import junit, ktap, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -36,6 +42,39 @@ BUILD_TIMEOUT = 45 * 60
 # Kernel arguments: reboot (and so end QEMU, -no-reboot) at once on a panic
 # instead of waiting for the timeout.
 KERNEL_ARGS = ('panic=-1',)
+# Seconds kunit.py, make and QEMU get to end after SIGTERM before SIGKILL.
+GRACE = 10
+EXPECTED_SKIPS = REPO / 'kunit' / 'expected-skips'
+COMPILER_ERROR = re.compile(r': (?:fatal )?error: |undefined reference')
+BUILD_ERROR = re.compile(r': (?:fatal )?error: |^ERROR:|Error \d+$|undefined reference')
+
+
+class Interrupted(Exception):
+    """SIGINT, SIGTERM or SIGHUP: the run was stopped from outside."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, frame: Optional[FrameType]) -> None:
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Ignore Ctrl-C and SIGTERM while children are being stopped.
+
+    A second Ctrl-C must not cut short the wait for kunit.py, make and QEMU
+    to end: whatever comes next (reversing a mutant, judging) needs them gone.
+    """
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in sigs}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def out_dir(kver: str, config: str) -> Path:
@@ -48,6 +87,17 @@ def fragment(config: str) -> Path:
         known = ' '.join(sorted(p.stem for p in (REPO / 'kconfigs').glob('*.config')))
         raise tree.PrepareError(f'no kconfigs/{config}.config (known: {known})')
     return path
+
+
+def expectations(filter_glob: str, context: Dict[str, str]) -> verdict.Expectations:
+    """What a run of the kunit/ suites with @filter_glob must show."""
+    try:
+        skips = verdict.read_expected_skips(EXPECTED_SKIPS)
+    except ValueError as e:
+        raise tree.PrepareError(f'kunit/{e}') from None
+    return verdict.Expectations(
+        cases=verdict.filtered(verdict.declared_cases(REPO / 'kunit'), filter_glob),
+        skips=skips, context=context)
 
 
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
@@ -66,8 +116,35 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
     return cmd
 
 
-def run_kunit(cmd: List[str], cwd: Path, log_path: Path, seconds: float) -> Optional[int]:
-    """Run kunit.py, teeing its output; None if it had to be killed after @seconds."""
+def stop_group(proc: 'subprocess.Popen[str]') -> None:
+    """End kunit.py and everything it started (make, QEMU): TERM, then KILL."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(GRACE)
+            if sig == signal.SIGTERM:
+                # The leader is gone; its group may not be.
+                os.killpg(proc.pid, signal.SIGKILL)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except ProcessLookupError:
+            return
+
+
+def run_kunit(cmd: List[str], cwd: Path, log_path: Path,
+              seconds: float) -> Tuple[Optional[int], Optional[float]]:
+    """Run kunit.py, teeing its output: (exit status, or None and the seconds
+    after which it was killed).
+
+    kunit.py gets a process group of its own so that all of it can be ended
+    at once; a signal to this process (Ctrl-C, SIGTERM) ends that group too
+    before it propagates.
+    """
+    started = time.monotonic()
     with open(log_path, 'w') as log, subprocess.Popen(
             cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             errors='replace', start_new_session=True) as proc:
@@ -75,7 +152,7 @@ def run_kunit(cmd: List[str], cwd: Path, log_path: Path, seconds: float) -> Opti
 
         def kill() -> None:
             killed.set()
-            os.killpg(proc.pid, signal.SIGKILL)
+            stop_group(proc)
 
         timer = threading.Timer(seconds, kill)
         timer.start()
@@ -85,47 +162,160 @@ def run_kunit(cmd: List[str], cwd: Path, log_path: Path, seconds: float) -> Opti
                 sys.stdout.write(line)
                 log.write(line)
             rc = proc.wait()
+        except BaseException:
+            with signals_deferred():
+                stop_group(proc)
+            raise
         finally:
             timer.cancel()
-        return None if killed.is_set() else rc
+        if killed.is_set():
+            return None, time.monotonic() - started
+        return rc, None
 
 
-def judge(out: Path, rc: Optional[int], timeout: int) -> List[str]:
-    """Write results.ktap and junit.xml; return what makes the run red."""
-    problems: List[str] = []
-    console_path = out / 'console.log'
-    if not console_path.is_file():
-        return [f'the kernel never ran (kunit.py exited {rc}): see {out / "kunit.log"}']
-    console = console_path.read_text(errors='replace').splitlines()
-    lines = ktap.extract(console)
-    (out / 'results.ktap').write_text(''.join(f'{ln}\n' for ln in lines))
-    root = ktap.parse(lines)
-    ktap.junit(root).write(out / 'junit.xml', encoding='utf-8', xml_declaration=True)
-    v = ktap.verdict(root)
-    print(f'cpuhp-kunit: {v.crashed} crashed' if v.crashed else 'cpuhp-kunit: none crashed')
-    for name, t in ktap.cases(root):
-        if t.status is ktap.Status.SKIP:
-            print(f'cpuhp-kunit: skipped {name}: {t.reason}')
-    problems += v.problems
-    problems += [str(f) for f in hygiene.check(console)]
-    kunit_log = (out / 'kunit.log').read_text(errors='replace')
-    if rc is None or 'timed out after' in kunit_log:
-        problems.append(f'the kernel did not finish within {timeout} s (hang or deadlock?); '
-                        f'partial KTAP kept in {out / "results.ktap"}')
-    elif rc != 0 and v.ok:
-        problems.append(f'kunit.py exited {rc} although every case passed: see {out / "kunit.log"}')
-    return problems
+def build_problem(kunit_log: str, rc: Optional[int]) -> Tuple[str, str, str, str]:
+    """(category, name, message, detail) when no console came out of kunit.py."""
+    errors = [ln for ln in kunit_log.splitlines() if BUILD_ERROR.search(ln)]
+    if 'Building KUnit Kernel' in kunit_log or 'Configuring KUnit Kernel' in kunit_log:
+        if 'Starting KUnit Kernel' not in kunit_log:
+            compiler = [ln for ln in errors if COMPILER_ERROR.search(ln)]
+            first = (compiler or errors or [f'kunit.py exited {rc}'])[0].strip()
+            return 'build', '', f'the kernel did not build: {first}', '\n'.join(errors[:30])
+    return 'build', '', f'the kernel never ran (kunit.py exited {rc}): see kunit.log', \
+        '\n'.join(kunit_log.splitlines()[-30:])
 
 
-def counts_line(out: Path) -> str:
-    """'kunit: N passed, N failed, N skipped' of a run, crashed cases counted as failed."""
-    path = out / 'results.ktap'
-    root = ktap.parse(path.read_text().splitlines()) if path.is_file() else ktap.Test(name='')
-    v = ktap.verdict(root)
-    return f'kunit: {v.passed} passed, {v.failed + v.crashed} failed, {v.skipped} skipped'
+def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional[int] = 0,
+          killed_after: Optional[float] = None, timeout: int = 0,
+          kunit_log: Optional[str] = None) -> Tuple[ktap.Test, verdict.Verdict]:
+    """Judge a console; write results.ktap, junit.xml and verdict.json to @out.
+
+    @rc and @kunit_log are kunit.py's (None: judging a console from elsewhere).
+    """
+    root = ktap.Test(name='', status=ktap.Status.PASS)
+    v = verdict.Verdict()
+    if console_path.is_file() and console_path.stat().st_size:
+        console = ktap.read_console(console_path)
+        start, root, v = verdict.judge_console(console, exp)
+        lines = ktap.extract(console.lines)
+        (out / 'results.ktap').write_text(''.join(f'{ln}\n' for ln in lines))
+        if console.long_lines:
+            tree.log(f'{console.long_lines} console line(s) longer than {ktap.MAX_LINE} '
+                     'characters were cut')
+    elif kunit_log is None:
+        v.add('console', '', f'{console_path}: no such file, or empty')
+    if killed_after is not None:
+        v.add('timeout', '', f'kunit.py was killed after {killed_after:.0f} s: the build and '
+              f'the kernel run did not finish in time; partial KTAP kept in results.ktap')
+    elif kunit_log is not None and 'timed out after' in kunit_log:
+        v.add('timeout', '', f'the kernel did not finish within {timeout} s (hang or '
+              'deadlock?); partial KTAP kept in results.ktap')
+    elif kunit_log is not None and not (console_path.is_file() and console_path.stat().st_size):
+        v.add(*build_problem(kunit_log, rc))
+    elif rc not in (0, None) and v.ok:
+        if v.passed == 0 and v.skipped:
+            tree.log('every case was skipped: kunit.py exits 1 for that; the verdict follows '
+                     'kunit/expected-skips')
+        else:
+            v.add('kunit.py', '', f'kunit.py exited {rc} although every case passed: '
+                  'see kunit.log')
+    write_outputs(out, root, v, exp.context)
+    return root, v
 
 
-def main(argv: Sequence[str]) -> int:
+def write_outputs(out: Path, root: ktap.Test, v: verdict.Verdict,
+                  context: Dict[str, str]) -> None:
+    junit.write(out / 'junit.xml', root, v)
+    verdict.write_json(out / 'verdict.json', v, context)
+    amend_kunit_json(out / 'results.json', v)
+
+
+def amend_kunit_json(path: Path, v: verdict.Verdict) -> None:
+    """Make kunit.py's results.json (KernelCI format) carry our verdict too.
+
+    kunit.py knows nothing of kernel reports, missing cases or the coverage
+    gate: a case the verdict holds something against becomes FAIL (ERROR when
+    it crashed or never ran), and problems of the run as a whole are added as
+    ERROR test cases named cpuhp-kunit.<category>.
+    """
+    try:
+        data = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    data.setdefault('name', 'KUnit Test Group')
+    data.setdefault('sub_groups', [])
+    data.setdefault('test_cases', [])
+    for p in v.problems:
+        status = 'ERROR' if p.category not in junit.FAILURE_CATEGORIES else 'FAIL'
+        if not p.name:
+            name = f'cpuhp-kunit.{p.category}'
+            if not any(c.get('name') == name for c in data['test_cases']):
+                data['test_cases'].append({'name': name, 'status': status})
+            continue
+        group, parts = data, p.name.split('.', 2)
+        for part in parts[:-1]:
+            found = next((g for g in group['sub_groups'] if g.get('name') == part), None)
+            if found is None:
+                found = {'name': part, 'sub_groups': [], 'test_cases': []}
+                group['sub_groups'].append(found)
+            group = found
+        case = next((c for c in group['test_cases'] if c.get('name') == parts[-1]), None)
+        if case is None:
+            sub = next((g for g in group['sub_groups'] if g.get('name') == parts[-1]), None)
+            case = {'name': parts[-1]}
+            (sub['test_cases'] if sub is not None else group['test_cases']).append(case)
+        if case.get('status') != 'ERROR':
+            case['status'] = status
+    path.write_text(json.dumps(data, indent=4) + '\n')
+
+
+def add_problems(out: Path, problems: Sequence[verdict.Problem]) -> verdict.Verdict:
+    """Add problems found after a run (coverage gate, ...) to its outputs."""
+    path = out / 'verdict.json'
+    v, context = verdict.read_json(path) if path.is_file() else (verdict.Verdict(), {})
+    ktap_path = out / 'results.ktap'
+    root = ktap.parse(ktap.read_console(ktap_path).lines) if ktap_path.is_file() \
+        else ktap.Test(name='', status=ktap.Status.PASS)
+    v.problems += problems
+    write_outputs(out, root, v, context)
+    return v
+
+
+def summary(v: verdict.Verdict) -> List[str]:
+    """What the run prints last: skips, problems, the verdict and the counts."""
+    lines = []
+    for s in v.skips:
+        tag = 'expected' if s.expected else 'NOT EXPECTED'
+        lines.append(f'cpuhp-kunit: skipped ({tag}) {s.name}: {s.reason or "(no reason)"}'
+                     + (f' [{s.why}]' if s.why else ''))
+    lines += [f'cpuhp-kunit: FAIL: [{p.category}] {p}' for p in v.problems]
+    lines.append('cpuhp-kunit: PASS' if v.ok else 'cpuhp-kunit: FAIL')
+    lines.append(counts_line(v))
+    return lines
+
+
+def counts_line(v: verdict.Verdict) -> str:
+    """'kunit: N passed, N failed, N skipped' (see Verdict.closing_counts)."""
+    passed, failed, skipped = v.closing_counts()
+    return f'kunit: {passed} passed, {failed} failed, {skipped} skipped'
+
+
+
+def fail_early(out: Path, category: str, message: str, context: Dict[str, str]) -> int:
+    """A run that ends before the kernel ran still leaves a red junit.xml."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    v = verdict.Verdict()
+    v.add(category, '', message)
+    write_outputs(out, ktap.Test(name='', status=ktap.Status.PASS), v, context)
+    print(f'cpuhp-kunit: error: {message}', file=sys.stderr)
+    print('\n'.join(summary(v)))
+    return 1
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--smp', type=int, default=4)
@@ -133,7 +323,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--config', default='default')
     ap.add_argument('--timeout', type=int, default=600, help='seconds for the kernel run')
     ap.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
-    ap.add_argument('--out', type=Path, help='output directory (default out/KVER[-CONFIG])')
+    ap.add_argument('--out', type=Path, help='output directory (default out/KVER[-CONFIG], '
+                    'with --judge out/judge)')
     ap.add_argument('--add-config', action='append', default=[], metavar='CONFIG',
                     help='a further kconfigs/ fragment on top of --config')
     ap.add_argument('--make-option', action='append', default=[], metavar='OPT',
@@ -142,17 +333,89 @@ def main(argv: Sequence[str]) -> int:
                     help='kunit.py --qemu_config file instead of --arch=x86_64')
     ap.add_argument('--build-name', help='build directory name in the cache '
                     '(default build-VERSION-CONFIG)')
-    args = ap.parse_args(argv)
-    if args.smp < 1:
-        ap.error('--smp must be at least 1')
+    ap.add_argument('--judge', type=Path, metavar='CONSOLE',
+                    help='judge this console log instead of building and booting')
+    return ap
 
+
+def judge_file(args: argparse.Namespace) -> int:
+    """make judge: the verdict of a console log captured elsewhere."""
+    out = args.out or REPO / 'out' / 'judge'
+    context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
+               'filter': args.filter, 'console': str(args.judge)}
     try:
+        exp = expectations(args.filter, context)
+    except tree.PrepareError as e:
+        return fail_early(out, 'prepare', str(e), context)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    console = out / 'console.log'
+    try:
+        with open(args.judge, 'rb') as src, open(console, 'wb') as dst:
+            # A bounded copy: only what the verdict reads, and one byte more.
+            shutil.copyfileobj(_Bounded(src, ktap.MAX_CONSOLE + 1), dst)
+    except OSError as e:
+        return fail_early(out, 'console', f'cannot read {args.judge}: {e.strerror}', context)
+    _, v = judge(out, console, exp, rc=None, kunit_log=None)
+    print('\n'.join(summary(v)))
+    tree.log(f'outputs in {out}')
+    return 0 if v.ok else 1
+
+
+class _Bounded:
+    """A file-like reader that stops after @limit bytes."""
+
+    def __init__(self, f: 'object', limit: int) -> None:
+        self._f, self._left = f, limit
+
+    def read(self, n: int = -1) -> bytes:
+        if self._left <= 0:
+            return b''
+        n = self._left if n < 0 else min(n, self._left)
+        data: bytes = self._f.read(n)  # type: ignore[attr-defined]
+        self._left -= len(data)
+        return data
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(argv)
+    if args.smp < 1:
+        parser().error('--smp must be at least 1')
+    if args.judge is not None:
+        return judge_file(args)
+    out = args.out or out_dir(args.kver, args.config)
+    context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
+               'filter': args.filter}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_interrupted)
+    try:
+        with tree.cache_lock(f'make run KVER={args.kver} CONFIG={args.config}'):
+            return _run(args, out, context)
+    except tree.LockBusy as e:
+        # Not a word in out/: it belongs to the run that holds the lock.
+        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
+        return 1
+    except (Interrupted, KeyboardInterrupt) as e:
+        signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
+        if out.is_dir():
+            add_problems(out, [verdict.Problem('interrupted', '', f'interrupted by '
+                                               f'{signal.Signals(signum).name}')])
+        print(f'cpuhp-kunit: interrupted by {signal.Signals(signum).name}; kunit.py, make '
+              'and QEMU stopped', file=sys.stderr)
+        return 128 + signum
+
+
+def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
+    try:
+        exp = expectations(args.filter, context)
+        if exp.cases == {}:
+            return fail_early(out, 'missing', f'FILTER={args.filter} matches no case of the '
+                              'kunit/ suites', context)
         frag = fragment(args.config)
         t = tree.prepare(args.kver, REPO)
     except tree.PrepareError as e:
-        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
-        return 1
-    out = args.out or out_dir(args.kver, args.config)
+        return fail_early(out, 'prepare', str(e), context)
+    context['version'] = t.version
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     build_dir = tree.cache_root() / (args.build_name or f'build-{t.version}-{frag.stem}')
@@ -163,18 +426,15 @@ def main(argv: Sequence[str]) -> int:
     tree.log(f'linux {t.version} ({t.package}) in {t.path}, SMP={args.smp}, '
              f'CONFIG={args.config}, FILTER={args.filter or "*"}')
     started = time.monotonic()
-    rc = run_kunit(kunit_command(t, args, build_dir, out), t.path, out / 'kunit.log',
-                   BUILD_TIMEOUT + args.timeout + 60)
+    rc, killed_after = run_kunit(kunit_command(t, args, build_dir, out), t.path,
+                                 out / 'kunit.log', BUILD_TIMEOUT + args.timeout + 60)
     if test_log.is_file():
         shutil.copyfile(test_log, out / 'console.log')
-    problems = judge(out, rc, args.timeout)
+    _, v = judge(out, out / 'console.log', exp, rc, killed_after, args.timeout,
+                 (out / 'kunit.log').read_text(errors='replace'))
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}')
-    for p in problems:
-        print(f'cpuhp-kunit: FAIL: {p}')
-    if not problems:
-        print('cpuhp-kunit: PASS')
-    print(counts_line(out))
-    return 1 if problems else 0
+    print('\n'.join(summary(v)))
+    return 0 if v.ok else 1
 
 
 if __name__ == '__main__':

@@ -13,8 +13,11 @@ WARN = 'WARNING: CPU: 1 PID: 42 at kernel/cpu.c:2299 cpuhp_reserve_state+0x5e/0x
 
 
 class HygieneTest(unittest.TestCase):
-    def test_clean_recorded_run(self) -> None:
-        self.assertEqual(hygiene.check((DATA / 'pass_console.log').read_text().splitlines()), [])
+    def test_clean_recorded_runs(self) -> None:
+        for name in ('pass_default_console.log', 'pass_debug_console.log',
+                     'coverage_console.log'):
+            with self.subTest(name=name):
+                self.assertEqual(hygiene.check((DATA / name).read_text().splitlines()), [])
 
     def test_each_report_kind(self) -> None:
         for line in (WARN, 'BUG: kernel NULL pointer dereference, address: 10',

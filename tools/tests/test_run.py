@@ -1,77 +1,367 @@
-"""Tests for the verdict of cpuhpk.run and the mutant bookkeeping of cpuhpk.mutate."""
+"""Tests for cpuhpk.run (the verdict of a run, make judge, stopping) and cpuhpk.mutate."""
 
 from __future__ import annotations
 
+import importlib
+import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
+from unittest import mock
 
-from cpuhpk import mutate, run, tree
+from cpuhpk import mutate, run, tree, verdict
 
 DATA = Path(__file__).parent / 'data'
+junitparser: Any = importlib.import_module('junitparser')
+
+
+def junit_bad(path: Path) -> int:
+    """Failures plus errors in a junit.xml, read by junitparser."""
+    xml = junitparser.JUnitXml.fromfile(str(path))
+    return sum(1 for suite in xml for case in suite for r in case.result
+               if type(r).__name__ in ('Failure', 'Error'))
+
+
+def alive(pid: int) -> bool:
+    """Whether @pid still runs, allowing a SIGKILL sent to it 5 s to take effect."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            # A zombie (not yet reaped by its parent) is dead too.
+            running = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'
+        except OSError:
+            return False
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.05)
 
 
 class JudgeTest(unittest.TestCase):
     def setUp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self._tmp.cleanup)
         self.out = Path(self._tmp.name)
+        self.exp = run.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4'})
 
-    def tearDown(self) -> None:
-        self._tmp.cleanup()
-
-    def judge(self, console: Optional[str], rc: Optional[int], kunit_log: str = '') -> List[str]:
+    def judge(self, console: Optional[str], rc: Optional[int], kunit_log: str = '',
+              killed_after: Optional[float] = None) -> verdict.Verdict:
         if console:
             shutil.copy(DATA / console, self.out / 'console.log')
-        (self.out / 'kunit.log').write_text(kunit_log)
-        return run.judge(self.out, rc, 600)
+        return run.judge(self.out, self.out / 'console.log', self.exp, rc, killed_after, 600,
+                         kunit_log)[1]
 
     def test_pass_writes_outputs(self) -> None:
-        self.assertEqual(self.judge('pass_console.log', 0), [])
-        self.assertTrue((self.out / 'junit.xml').is_file())
-        ktap = (self.out / 'results.ktap').read_text().splitlines()
-        self.assertEqual(ktap[0], 'KTAP version 1')
+        v = self.judge('pass_default_console.log', 0)
+        self.assertEqual(v.problems, [])
+        ktap_lines = (self.out / 'results.ktap').read_text().splitlines()
+        self.assertEqual(ktap_lines[0], 'KTAP version 1')
+        data = json.loads((self.out / 'verdict.json').read_text())
+        self.assertEqual((data['verdict'], data['counts']['passed']), ('pass', 44))
+        self.assertEqual(junit_bad(self.out / 'junit.xml'), 0)
 
     def test_failure(self) -> None:
-        problems = self.judge('fail_console.log', 1)
-        self.assertEqual(problems,
-                         ['timekeeping_crosststamp.crosststamp_current_clocksource: failed'])
+        v = self.judge('fail_mutant_console.log', 1)
+        self.assertEqual([p.category for p in v.problems], ['failed'])
+        self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
+        self.assertEqual(json.loads((self.out / 'verdict.json').read_text())['verdict'], 'fail')
 
-    def test_crash_is_red_and_quotes_the_report(self) -> None:
-        problems = self.judge('crash_console.log', 1)
-        self.assertTrue(any('crashed' in p for p in problems))
-        self.assertTrue(any('BUG: kernel NULL pointer dereference' in p for p in problems))
+    def test_kernel_warning_is_red_in_every_file(self) -> None:
+        v = self.judge('crafted_warning_in_case.log', 1)
+        self.assertEqual([(p.category, p.name) for p in v.problems],
+                         [('kernel-log', 'cpuhp_rollback.cpuhp_rollback_freeze_fails')])
+        self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
+        data = json.loads((self.out / 'verdict.json').read_text())
+        self.assertEqual(data['problems_by_category'], {'kernel-log': 1})
 
-    def test_hang(self) -> None:
-        problems = self.judge('crash_console.log', None)
-        self.assertTrue(any('did not finish within 600 s' in p for p in problems))
-        problems = self.judge('pass_console.log', 1,
-                              "Command '['qemu-system-x86_64']' timed out after 600 seconds")
-        self.assertTrue(any('did not finish' in p for p in problems))
+    def test_killed_by_the_outer_timer(self) -> None:
+        v = self.judge('crafted_cut_after_param.log', None, killed_after=2760.4)
+        messages = [p.message for p in v.problems if p.category == 'timeout']
+        self.assertEqual(len(messages), 1)
+        self.assertIn('killed after 2760 s', messages[0])
+        self.assertNotIn('None', ' '.join(str(p) for p in v.problems))
+
+    def test_kernel_timeout(self) -> None:
+        v = self.judge('hang_mutant_console.log', 1, "Command '['qemu-system-x86_64']' "
+                       'timed out after 600 seconds')
+        self.assertIn('timeout', [p.category for p in v.problems])
+        self.assertGreaterEqual(junit_bad(self.out / 'junit.xml'), 1)
+
+    def test_build_failure(self) -> None:
+        log = ('[10:00:00] Configuring KUnit Kernel ...\n[10:00:01] Building KUnit Kernel ...\n'
+               'ERROR:root:../kernel/cpu.c: In function \u2018cpuhp_invoke_callback\u2019:\n'
+               "../kernel/cpu.c:190:9: error: 'x' undeclared (first use in this function)\n"
+               'make[3]: *** [../scripts/Makefile.build:229: kernel/cpu.o] Error 1\n')
+        v = self.judge(None, 1, log)
+        self.assertEqual([p.category for p in v.problems], ['build'])
+        self.assertIn("error: 'x' undeclared", v.problems[0].message)
+        self.assertIn('kernel/cpu.o] Error 1', v.problems[0].detail)
+        self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
 
     def test_kernel_never_ran(self) -> None:
-        problems = self.judge(None, 1)
-        self.assertEqual(len(problems), 1)
-        self.assertIn('the kernel never ran', problems[0])
-
-    def test_counts_line(self) -> None:
-        self.judge('crash_console.log', 1)
-        self.assertEqual(run.counts_line(self.out), 'kunit: 7 passed, 2 failed, 0 skipped')
+        v = self.judge(None, 1, 'something else went wrong')
+        self.assertEqual(len(v.problems), 1)
+        self.assertIn('the kernel never ran (kunit.py exited 1)', v.problems[0].message)
 
     def test_kunit_py_disagreeing(self) -> None:
-        self.assertIn('kunit.py exited 1', ' '.join(self.judge('pass_console.log', 1)))
+        v = self.judge('pass_default_console.log', 1)
+        self.assertEqual([p.category for p in v.problems], ['kunit.py'])
+        self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
+
+    def test_all_skipped_is_decided_by_the_table(self) -> None:
+        (self.out / 'console.log').write_text(
+            'KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: cpuhp_rollback\n'
+            '    1..1\n    ok 1 cpuhp_rollback_up_ap_fails # SKIP needs two online CPUs\n'
+            'ok 1 cpuhp_rollback\n')
+        self.exp = run.expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails',
+                                    {'kver': '6.12', 'config': 'default', 'smp': '1'})
+        self.assertEqual(self.judge(None, 1).problems, [])
+        self.exp.context['smp'] = '4'
+        self.assertEqual([p.category for p in self.judge(None, 1).problems],
+                         ['unexpected-skip'])
+
+    def test_added_problem_reaches_junit(self) -> None:
+        self.judge('pass_default_console.log', 0)
+        run.add_problems(self.out, [verdict.Problem('coverage', '', 'coverage gate: low')])
+        self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
+        v, _ = verdict.read_json(self.out / 'verdict.json')
+        self.assertEqual((v.passed, [p.category for p in v.problems]), (44, ['coverage']))
+
+    def test_summary_lists_skips_and_problems(self) -> None:
+        v = verdict.Verdict(passed=1, skipped=2, skips=[
+            verdict.Skip('a.b', 'needs two online CPUs', True, 'SMP=1'),
+            verdict.Skip('a.c', 'no TSC', False)])
+        v.add('unexpected-skip', 'a.c', 'skipped, not expected here: no TSC')
+        text = '\n'.join(run.summary(v))
+        self.assertIn('skipped (expected) a.b: needs two online CPUs [SMP=1]', text)
+        self.assertIn('skipped (NOT EXPECTED) a.c: no TSC', text)
+        # The unexpected skip counts as failed in the closing line.
+        self.assertTrue(text.endswith('cpuhp-kunit: FAIL\nkunit: 1 passed, 1 failed, 1 skipped'))
+
+    def test_closing_line_of_a_red_run_never_says_0_failed(self) -> None:
+        for console in ('crafted_warning_in_case.log', 'hang_mutant_console.log'):
+            with self.subTest(console=console):
+                v = self.judge(console, 1)
+                self.assertFalse(v.ok)
+                self.assertNotIn(' 0 failed', run.counts_line(v))
+        v = self.judge('crafted_warning_in_case.log', 1)
+        self.assertEqual(run.counts_line(v), 'kunit: 43 passed, 1 failed, 0 skipped')
+
+
+class JudgeFileTest(unittest.TestCase):
+    """make judge on consoles from anywhere, hostile ones included."""
+
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self._tmp.cleanup)
+        self.tmp = Path(self._tmp.name)
+
+    def judge_file(self, data: Optional[bytes] = None, src: Optional[Path] = None,
+                   *extra: str) -> int:
+        if src is None:
+            src = self.tmp / 'in.log'
+            src.write_bytes(data or b'')
+        with mock.patch('sys.stdout'), mock.patch('sys.stderr'):
+            return run.main(['--judge', str(src), '--out', str(self.tmp / 'out'), *extra])
+
+    def problems(self) -> List[str]:
+        data = json.loads((self.tmp / 'out' / 'verdict.json').read_text())
+        return [p['category'] for p in data['problems']]
+
+    def test_recorded_pass(self) -> None:
+        self.assertEqual(self.judge_file(src=DATA / 'pass_debug_console.log'), 0)
+        self.assertEqual(junit_bad(self.tmp / 'out' / 'junit.xml'), 0)
+
+    def test_recorded_coverage_console(self) -> None:
+        # Its gcov dump is not read by the hygiene check.
+        self.assertEqual(self.judge_file(src=DATA / 'coverage_console.log'), 0)
+
+    def test_filter(self) -> None:
+        self.assertEqual(self.judge_file(None, DATA / 'pass_default_console.log', '--filter',
+                                         'cpuhp_rollback.*'), 0)
+        self.assertEqual(self.judge_file(None, DATA / 'crafted_cut_after_param.log',
+                                         '--filter', 'cpuhp_install.*'), 1)
+        self.assertIn('crashed', self.problems())
+
+    def test_garbage(self) -> None:
+        for data in (b'\x00\xff\xfe' * 1000, b'\xc3\x28 invalid utf-8\n' * 100,
+                     b'x' * (10 << 20), b''):
+            with self.subTest(data=data[:8]):
+                self.assertEqual(self.judge_file(data), 1)
+                self.assertTrue(self.problems())
+                self.assertGreaterEqual(junit_bad(self.tmp / 'out' / 'junit.xml'), 1)
+
+    def test_one_gigabyte_console(self) -> None:
+        big = self.tmp / 'big.log'
+        with open(big, 'wb') as f:
+            f.write((DATA / 'pass_default_console.log').read_bytes())
+            f.truncate(1 << 30)
+        self.assertEqual(self.judge_file(src=big), 1)
+        self.assertIn('console', self.problems())
+        self.assertLessEqual((self.tmp / 'out' / 'console.log').stat().st_size,
+                             (32 << 20) + 1)
+
+    def test_missing_file(self) -> None:
+        self.assertEqual(self.judge_file(src=self.tmp / 'nonexistent.log'), 1)
+        self.assertEqual(self.problems(), ['console'])
+
+
+class StopTest(unittest.TestCase):
+    """kunit.py and all it started end with the run: timer, Ctrl-C, SIGTERM."""
+
+    SCRIPT = 'sleep 300 & echo $!; echo started; wait'
+
+    def test_outer_timer_kills_the_whole_group(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / 'kunit.log'
+            with mock.patch('sys.stdout'):
+                rc, killed_after = run.run_kunit(['sh', '-c', self.SCRIPT], Path(tmp), log, 1.0)
+            self.assertIsNone(rc)
+            assert killed_after is not None
+            self.assertGreaterEqual(killed_after, 1.0)
+            grandchild = int(log.read_text().split()[0])
+            self.assertFalse(alive(grandchild))
+
+    def test_signal_stops_the_group_first(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / 'kunit.log'
+            seen: List[str] = []
+
+            class Out:
+                def write(self, line: str) -> None:
+                    seen.append(line)
+                    if line.strip() == 'started':
+                        os.kill(os.getpid(), signal.SIGTERM)
+
+            old = signal.signal(signal.SIGTERM, run._raise_interrupted)
+            try:
+                with mock.patch('sys.stdout', Out()):
+                    with self.assertRaises(run.Interrupted):
+                        run.run_kunit(['sh', '-c', self.SCRIPT], Path(tmp), log, 60)
+            finally:
+                signal.signal(signal.SIGTERM, old)
+            self.assertFalse(alive(int(seen[0])))
+
+    def test_make_run_interrupted_by_sigterm(self) -> None:
+        """The whole tool: SIGTERM while kunit.py runs, a red verdict says so."""
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Path(tmp) / 'fake_kunit.py'
+            fake.write_text('import subprocess, sys\n'
+                            'p = subprocess.Popen(["sleep", "300"])\n'
+                            'print(p.pid, flush=True)\nprint("started", flush=True)\n'
+                            'p.wait()\n')
+            t = tree.Tree(kver='6.12', package='x', version='9.9', path=Path(tmp))
+            out = Path(tmp) / 'out'
+            env = dict(os.environ, CPUHP_KUNIT_CACHE=str(Path(tmp) / 'cache'))
+            code = ('import sys; sys.path.insert(0, %r)\n'
+                    'from unittest import mock\nfrom pathlib import Path\n'
+                    'from cpuhpk import run, tree\n'
+                    't = tree.Tree(kver="6.12", package="x", version="9.9", path=Path(%r))\n'
+                    'with mock.patch.object(tree, "prepare", return_value=t), '
+                    'mock.patch.object(run, "kunit_command", return_value=[sys.executable, %r]):\n'
+                    '    sys.exit(run.main(["--out", %r]))\n'
+                    % (str(Path(run.__file__).parents[1]), str(t.path), str(fake), str(out)))
+            proc = subprocess.Popen([sys.executable, '-c', code], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert proc.stdout is not None
+            grandchild = 0
+            for line in proc.stdout:
+                if line.strip().isdigit():
+                    grandchild = int(line)
+                if line.strip() == 'started':
+                    proc.send_signal(signal.SIGTERM)
+                    break
+            proc.communicate(timeout=60)
+            self.assertEqual(proc.returncode, 128 + signal.SIGTERM)
+            self.assertFalse(alive(grandchild))
+            self.assertEqual(junit_bad(out / 'junit.xml'), 1)
+            v, _ = verdict.read_json(out / 'verdict.json')
+            self.assertIn('interrupted', [p.category for p in v.problems])
+
+
+class EarlyFailureTest(unittest.TestCase):
+    def test_filter_matching_nothing_fails_before_building(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {'CPUHP_KUNIT_CACHE': str(Path(tmp) / 'cache')}
+            with mock.patch.dict(os.environ, env), mock.patch('sys.stdout'), \
+                    mock.patch('sys.stderr'), mock.patch.object(tree, 'prepare') as prepare:
+                rc = run.main(['--filter', 'nosuch*', '--out', str(Path(tmp) / 'out')])
+            self.assertEqual(rc, 1)
+            prepare.assert_not_called()
+            self.assertEqual(junit_bad(Path(tmp) / 'out' / 'junit.xml'), 1)
+
+    def test_prepare_error_is_red_in_junit(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {'CPUHP_KUNIT_CACHE': str(Path(tmp) / 'cache')}
+            with mock.patch.dict(os.environ, env), mock.patch('sys.stdout'), \
+                    mock.patch('sys.stderr'), mock.patch.object(
+                        tree, 'prepare', side_effect=tree.PrepareError('patch 0002 fails')):
+                rc = run.main(['--out', str(Path(tmp) / 'out')])
+            self.assertEqual(rc, 1)
+            v, _ = verdict.read_json(Path(tmp) / 'out' / 'verdict.json')
+            self.assertEqual([(p.category, p.message) for p in v.problems],
+                             [('prepare', 'patch 0002 fails')])
 
 
 class MutantTest(unittest.TestCase):
+    def outcome(self, problems: List[verdict.Problem], rc: int = 1) -> mutate.Outcome:
+        with tempfile.TemporaryDirectory() as tmp:
+            v = verdict.Verdict(problems=problems)
+            verdict.write_json(Path(tmp) / 'verdict.json', v, {})
+            return mutate.classify('m', Path(tmp), rc, 1.0, 'a promise')
+
+    def test_build_failure_is_invalid_not_killed(self) -> None:
+        o = self.outcome([verdict.Problem('build', '', "the kernel did not build: error: 'x'",
+                                          "cpu.c:1: error: 'x' undeclared")])
+        self.assertEqual((o.verdict, o.detail), ('invalid', "cpu.c:1: error: 'x' undeclared"))
+
+    def test_killers_by_signal(self) -> None:
+        o = self.outcome([verdict.Problem('failed', 's.a', 'failed'),
+                          verdict.Problem('kernel-log', 's.b', 'WARNING'),
+                          verdict.Problem('kernel-log', '', 'WARNING at boot'),
+                          verdict.Problem('timeout', '', 'hung')])
+        # The cause first: a timeout, then crashes, failures, kernel reports.
+        self.assertEqual((o.verdict, o.by), ('killed', 'timeout, s.a, s.b (kernel log), '
+                                                        'kernel log'))
+
+    def test_survived_and_run_errors(self) -> None:
+        self.assertEqual(self.outcome([], rc=0).verdict, 'survived')
+        self.assertEqual(self.outcome([verdict.Problem('prepare', '', 'x')]).verdict, 'error')
+
+    def test_killers_agree_with_the_mutant_runs_junit(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp)
+            shutil.copy(DATA / 'param_fail_mutant_console.log', out / 'console.log')
+            exp = run.expectations('', {'smp': '4'})
+            run.judge(out, out / 'console.log', exp, 1, None, 60, '')
+            o = mutate.classify('m', out, 1, 1.0, '')
+            xml = junitparser.JUnitXml.fromfile(str(out / 'junit.xml'))
+            red = sorted(f'{c.classname}.{c.name}' for s in xml for c in s if c.result
+                         and type(c.result[0]).__name__ != 'Skipped')
+            v, _ = verdict.read_json(out / 'verdict.json')
+            names = mutate.killers(v)
+            self.assertEqual(red, sorted(names))
+            self.assertEqual(len(red), 19)
+            self.assertEqual(o.by, ', '.join(names[:4]) + ' (+15)')
+
+    def test_report_exit_status(self) -> None:
+        def oc(v: str) -> mutate.Outcome:
+            return mutate.Outcome('m-' + v, v, '', 1.0, 'p')
+        with tempfile.TemporaryDirectory() as tmp, mock.patch('sys.stdout'):
+            self.assertEqual(mutate.report([oc('killed')], Path(tmp)), 0)
+            for bad in ('survived', 'invalid', 'not-applicable', 'error'):
+                self.assertEqual(mutate.report([oc('killed'), oc(bad)], Path(tmp)), 1, bad)
+                self.assertEqual(junit_bad(Path(tmp) / 'junit.xml'), 1)
+
     def test_mutant_that_does_not_apply(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            linux = Path(tmp) / 'linux'
-            linux.mkdir()
-            (linux / 'a.c').write_text('int a;\n')
-            tree.git(linux, 'init', '-q')
-            tree.git(linux, 'add', '-A')
-            tree.git(linux, 'commit', '-q', '-m', 'baseline')
+            linux = self.tiny_tree(Path(tmp))
             patch = Path(tmp) / 'm.patch'
             patch.write_text('# breaks b\n--- a/b.c\n+++ b/b.c\n@@ -1 +1 @@\n-int b;\n+int c;\n')
             t = tree.Tree(kver='9.9', package='9.9.1-1', version='9.9.1', path=linux)
@@ -79,6 +369,58 @@ class MutantTest(unittest.TestCase):
             self.assertEqual(outcome.verdict, 'not-applicable')
             self.assertEqual(outcome.promise, 'breaks b')
 
+    def test_mutant_reversed_only_after_its_run_ended(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            linux = self.tiny_tree(Path(tmp))
+            patch = Path(tmp) / 'm.patch'
+            patch.write_text('# breaks a\n--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a;\n+int b;\n')
+            marker = Path(tmp) / 'child-ended'
+            fake = Path(tmp) / 'run.py'
+            fake.write_text('import signal, sys, time, pathlib\n'
+                            'def end(*a):\n'
+                            '    time.sleep(0.5)\n'
+                            f'    pathlib.Path({str(marker)!r}).write_text("x")\n'
+                            '    sys.exit(143)\n'
+                            'signal.signal(signal.SIGTERM, end)\n'
+                            f'pathlib.Path({str(tmp)!r}, "started").write_text("x")\n'
+                            'time.sleep(300)\n')
+            order: List[str] = []
+            real_git = tree.git
+
+            def git(path: Path, *args: str, check: bool = True) -> Any:
+                if args[:2] == ('apply', '-R'):
+                    order.append('reverse, child ended' if marker.exists() else
+                                 'reverse, child running')
+                return real_git(path, *args, check=check)
+
+            def interrupt(*a: Any) -> None:
+                raise KeyboardInterrupt
+
+            t = tree.Tree(kver='9.9', package='9.9.1-1', version='9.9.1', path=linux)
+            old = signal.signal(signal.SIGALRM, interrupt)
+            try:
+                with mock.patch.object(mutate, 'RUN_PY', fake), \
+                        mock.patch.object(tree, 'git', git):
+                    signal.setitimer(signal.ITIMER_REAL, 1.0)
+                    with self.assertRaises(KeyboardInterrupt):
+                        try:
+                            mutate.run_one(patch, t, [], Path(tmp) / 'out')
+                        finally:
+                            signal.setitimer(signal.ITIMER_REAL, 0)
+            finally:
+                signal.signal(signal.SIGALRM, old)
+            self.assertEqual(order, ['reverse, child ended'])
+            self.assertEqual((linux / 'a.c').read_text(), 'int a;\n')
+
+    @staticmethod
+    def tiny_tree(root: Path) -> Path:
+        linux = root / 'linux'
+        linux.mkdir()
+        (linux / 'a.c').write_text('int a;\n')
+        tree.git(linux, 'init', '-q')
+        tree.git(linux, 'add', '-A')
+        tree.git(linux, 'commit', '-q', '-m', 'baseline')
+        return linux
 
     def test_promise_is_the_comment_line(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -87,15 +429,6 @@ class MutantTest(unittest.TestCase):
             self.assertEqual(mutate.promise(p), 'a promise')
             p.write_text('diff --git a/x b/x\n')
             self.assertEqual(mutate.promise(p), '')
-
-    def test_killers_name_failed_cases(self) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp)
-            shutil.copy(DATA / 'fail_console.log', out / 'console.log')
-            (out / 'kunit.log').write_text('')
-            run.judge(out, 1, 600)
-            self.assertEqual(mutate.killers(out),
-                             'timekeeping_crosststamp.crosststamp_current_clocksource')
 
 
 if __name__ == '__main__':

@@ -1,0 +1,126 @@
+"""JUnit XML of a run, written from its verdict so that both always agree.
+
+One <testsuite> per KUnit suite with one <testcase> per case, or per
+parameter (classname = the suite, name = case or case.param, so a viewer
+shows suite.case.param once). What the verdict holds against a case decides
+its element: a failure, an unexpected skip or a kernel report printed while
+it ran is a <failure>, a crash an <error>. Cases the run asked for that never
+ran are <error> testcases in their suite; problems of the run as a whole
+(kernel reports outside every case, timeout, build, the coverage gate, ...)
+are <error> testcases named after their category in a 'cpuhp-kunit' suite.
+Every problem of the verdict lands in exactly one testcase, so a run whose
+verdict is red has at least one failure or error here.
+
+Text is stripped of what XML 1.0 cannot carry (ESC, NUL, ...).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from cpuhpk import ktap
+from cpuhpk.verdict import Problem, Verdict
+
+RUN_SUITE = 'cpuhp-kunit'
+# Characters XML 1.0 does not allow, even escaped.
+NOT_XML = re.compile('[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
+FAILURE_CATEGORIES = ('failed', 'unexpected-skip', 'kernel-log')
+
+
+def clean(text: str) -> str:
+    return NOT_XML.sub('\ufffd', text)
+
+
+def _el(parent: ET.Element, tag: str, text: str = '', **attrs: str) -> ET.Element:
+    el = ET.SubElement(parent, tag, {k: clean(v) for k, v in attrs.items()})
+    if text:
+        el.text = clean(text)
+    return el
+
+
+def _problem_text(problems: List[Problem]) -> str:
+    return '\n\n'.join(f'[{p.category}] {p.message}' + (f'\n{p.detail}' if p.detail else '')
+                       for p in problems)
+
+
+def _testcase(suite_el: ET.Element, classname: str, name: str, problems: List[Problem],
+              test: Optional[ktap.Test] = None) -> None:
+    tc = _el(suite_el, 'testcase', name=name, classname=classname)
+    diagnostics = '\n'.join(test.diagnostics) if test is not None else ''
+    if problems:
+        errors = [p for p in problems if p.category not in FAILURE_CATEGORIES]
+        tag = 'error' if errors else 'failure'
+        first = (errors or problems)[0]
+        _el(tc, tag, _problem_text(problems), message=first.message,
+            type=first.category)
+    elif test is not None and test.status is ktap.Status.SKIP:
+        _el(tc, 'skipped', message=test.reason)
+    if diagnostics:
+        _el(tc, 'system-out', diagnostics)
+
+
+def junit(root: ktap.Test, v: Verdict) -> ET.ElementTree:
+    by_name: Dict[str, List[Problem]] = {}
+    for p in v.problems:
+        by_name.setdefault(p.name, []).append(p)
+    used: set[str] = set()
+    top = ET.Element('testsuites')
+    suites: Dict[str, ET.Element] = {}
+
+    def suite_el(name: str) -> ET.Element:
+        if name not in suites:
+            suites[name] = _el(top, 'testsuite', name=name)
+        return suites[name]
+
+    for suite in root.subtests:
+        el = suite_el(suite.name)
+        for name, t in ktap.cases(ktap.Test(name='', subtests=[suite])):
+            short = name[len(suite.name) + 1:] if name != suite.name else 'suite result'
+            _testcase(el, suite.name, short, by_name.get(name, []), t)
+            used.add(name)
+        for name, node in ktap.nodes(ktap.Test(name='', subtests=[suite])):
+            if name in by_name and name not in used:
+                short = name[len(suite.name) + 1:] if name != suite.name else 'suite result'
+                _testcase(el, suite.name, short, by_name[name], node)
+                used.add(name)
+    # Problems of cases that never printed anything, then of the run.
+    run_level: List[Problem] = []
+    for name, problems in by_name.items():
+        if name in used:
+            continue
+        if name:
+            suite_name, _, case = name.partition('.')
+            _testcase(suite_el(suite_name), suite_name, case or 'suite result', problems)
+        else:
+            run_level += problems
+    by_category: Dict[str, List[Problem]] = {}
+    for p in run_level:
+        by_category.setdefault(p.category, []).append(p)
+    for category, problems in by_category.items():
+        _testcase(suite_el(RUN_SUITE), RUN_SUITE, category, problems)
+        # Every run-level problem is an error, whatever its category.
+        tc = suites[RUN_SUITE][-1]
+        for child in tc:
+            if child.tag == 'failure':
+                child.tag = 'error'
+
+    totals = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
+    for el in suites.values():
+        counts = {'tests': len(el.findall('testcase')),
+                  'failures': len(el.findall('testcase/failure')),
+                  'errors': len(el.findall('testcase/error')),
+                  'skipped': len(el.findall('testcase/skipped'))}
+        for k, n in counts.items():
+            el.set(k, str(n))
+            totals[k] += n
+    for k, n in totals.items():
+        top.set(k, str(n))
+    ET.indent(top)
+    return ET.ElementTree(top)
+
+
+def write(path: Path, root: ktap.Test, v: Verdict) -> None:
+    junit(root, v).write(path, encoding='utf-8', xml_declaration=True)

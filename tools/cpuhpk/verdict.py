@@ -1,0 +1,301 @@
+"""The verdict of a run: what makes it red, in categories, and verdict.json.
+
+One verdict feeds every output: the exit status, the summary printed,
+junit.xml (junit.py) and verdict.json, so a red run can never be green in a
+file CI reads. A run is red when:
+
+- failed       a case or parameter reported 'not ok'
+- crashed      a case, parameter, case with parameters or suite has no result
+               line (the console stopped) or a planned result never came
+- missing      a suite or case the run asked for (kunit/ sources, FILTER) did
+               not run, or fewer results than KUnit's plan or count line says
+- unexpected-skip  a skip without a reason, or not in kunit/expected-skips
+- kernel-log   a kernel report on the console (hygiene.py): pinned on the
+               case during which it was printed, or on the run if outside any
+- console      the console was too large to judge whole
+- timeout, build, prepare, kunit.py, interrupted, coverage, selftest:
+               the run itself went wrong (run.py, coverage.py)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from cpuhpk import hygiene, ktap
+
+CATEGORIES = ('failed', 'crashed', 'missing', 'unexpected-skip', 'kernel-log', 'console',
+              'timeout', 'build', 'prepare', 'kunit.py', 'interrupted', 'coverage',
+              'selftest')
+
+
+@dataclasses.dataclass
+class Problem:
+    category: str
+    name: str           # suite.case[.param] it belongs to, '' for the run as a whole
+    message: str        # one line
+    detail: str = ''    # quoted output (diagnostics, kernel report, compiler error)
+
+    def __str__(self) -> str:
+        return f'{self.name}: {self.message}' if self.name else self.message
+
+
+@dataclasses.dataclass
+class Skip:
+    name: str
+    reason: str
+    expected: bool
+    why: str = ''       # from kunit/expected-skips
+
+
+@dataclasses.dataclass
+class Verdict:
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    crashed: int = 0
+    missing: int = 0
+    tainted: int = 0    # passed, but a kernel report was printed while they ran
+    problems: List[Problem] = dataclasses.field(default_factory=list)
+    skips: List[Skip] = dataclasses.field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, category: str, name: str, message: str, detail: str = '') -> None:
+        assert category in CATEGORIES, category
+        self.problems.append(Problem(category, name, message, detail))
+
+    def counts(self) -> Dict[str, int]:
+        return {'passed': self.passed, 'failed': self.failed, 'skipped': self.skipped,
+                'crashed': self.crashed, 'missing': self.missing, 'tainted': self.tainted}
+
+    def closing_counts(self) -> Tuple[int, int, int]:
+        """(passed, failed, skipped) as the closing line says them: whatever the
+        verdict holds against a case or the run counts as failed, so a red run
+        never closes on '0 failed'."""
+        unexpected = sum(not s.expected for s in self.skips)
+        run_level = sum(not p.name for p in self.problems)
+        failed = (self.failed + self.crashed + self.missing + self.tainted + unexpected
+                  + run_level)
+        return self.passed - self.tainted, failed, self.skipped - unexpected
+
+    def to_json(self, context: Dict[str, str]) -> Dict[str, Any]:
+        by_category: Dict[str, int] = {}
+        for p in self.problems:
+            by_category[p.category] = by_category.get(p.category, 0) + 1
+        return {'verdict': 'pass' if self.ok else 'fail', 'context': context,
+                'counts': self.counts(), 'problems_by_category': by_category,
+                'problems': [dataclasses.asdict(p) for p in self.problems],
+                'skips': [dataclasses.asdict(s) for s in self.skips]}
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> 'Verdict':
+        counts = data.get('counts', {})
+        return cls(**{k: int(counts.get(k, 0)) for k in
+                      ('passed', 'failed', 'skipped', 'crashed', 'missing', 'tainted')},
+                   problems=[Problem(**p) for p in data.get('problems', [])],
+                   skips=[Skip(**s) for s in data.get('skips', [])])
+
+
+def write_json(path: Path, v: Verdict, context: Dict[str, str]) -> None:
+    path.write_text(json.dumps(v.to_json(context), indent=1) + '\n')
+
+
+def read_json(path: Path) -> Tuple[Verdict, Dict[str, str]]:
+    data = json.loads(path.read_text())
+    return Verdict.from_json(data), dict(data.get('context', {}))
+
+
+# --- what the run asked for -------------------------------------------------
+
+CASE_ARRAY = re.compile(r'struct\s+kunit_case\s+(\w+)\s*\[\s*\]\s*=\s*\{(.*?)\};', re.S)
+CASE_ENTRY = re.compile(r'\bKUNIT_CASE\w*\(\s*(\w+)')
+SUITE = re.compile(r'struct\s+kunit_suite\s+\w+\s*=\s*\{(.*?)\};', re.S)
+SUITE_NAME = re.compile(r'\.name\s*=\s*"([^"]+)"')
+SUITE_CASES = re.compile(r'\.test_cases\s*=\s*(\w+)')
+
+
+def declared_cases(kunit_dir: Path) -> Dict[str, List[str]]:
+    """suite -> its cases, as the kunit/*_kunit.c sources declare them."""
+    suites: Dict[str, List[str]] = {}
+    for src in sorted(kunit_dir.glob('*_kunit.c')):
+        text = src.read_text(errors='replace')
+        arrays = {m.group(1): CASE_ENTRY.findall(m.group(2)) for m in CASE_ARRAY.finditer(text)}
+        for m in SUITE.finditer(text):
+            name, cases = SUITE_NAME.search(m.group(1)), SUITE_CASES.search(m.group(1))
+            if name and cases and cases.group(1) in arrays:
+                suites[name.group(1)] = arrays[cases.group(1)]
+    return suites
+
+
+def filtered(declared: Dict[str, List[str]], filter_glob: str) -> Dict[str, List[str]]:
+    """What a kunit.py filter_glob ('suite_glob[.case_glob]') selects."""
+    if not filter_glob:
+        return dict(declared)
+    suite_glob, _, case_glob = filter_glob.partition('.')
+    out: Dict[str, List[str]] = {}
+    for suite, cases in declared.items():
+        if fnmatch.fnmatchcase(suite, suite_glob):
+            chosen = [c for c in cases if not case_glob or fnmatch.fnmatchcase(c, case_glob)]
+            if chosen:
+                out[suite] = chosen
+    return out
+
+
+@dataclasses.dataclass
+class ExpectedSkip:
+    case: str                   # glob over suite.case[.param]
+    when: Dict[str, str]        # knob -> glob (kver, config, smp); empty: always
+    reason: str                 # the skip reason as printed
+    why: str
+
+
+def read_expected_skips(path: Path) -> List[ExpectedSkip]:
+    """kunit/expected-skips: '<case glob> | <when> | <reason> | <why>' per line."""
+    table: List[ExpectedSkip] = []
+    if not path.is_file():
+        return table
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith('#'):
+            continue
+        fields = [f.strip() for f in line.split('|')]
+        if len(fields) != 4 or not all(fields):
+            raise ValueError(f'{path.name}:{n}: expected "<case glob> | <when> | <reason> | <why>"')
+        when: Dict[str, str] = {}
+        for cond in fields[1].split():
+            if cond == '*':
+                continue
+            key, sep, val = cond.partition('=')
+            if not sep or key not in ('kver', 'config', 'smp'):
+                raise ValueError(f'{path.name}:{n}: "when" takes kver=, config=, smp= or *')
+            when[key] = val
+        table.append(ExpectedSkip(fields[0], when, fields[2], fields[3]))
+    return table
+
+
+def expected_skip(table: Sequence[ExpectedSkip], name: str, reason: str,
+                  context: Dict[str, str]) -> Optional[ExpectedSkip]:
+    for e in table:
+        if fnmatch.fnmatchcase(name, e.case) and reason == e.reason and all(
+                fnmatch.fnmatchcase(context.get(k, ''), v) for k, v in e.when.items()):
+            return e
+    return None
+
+
+@dataclasses.dataclass
+class Expectations:
+    """What a run asked for, and which of its skips are fine."""
+    cases: Optional[Dict[str, List[str]]] = None    # None: not checked
+    skips: Sequence[ExpectedSkip] = ()
+    context: Dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+# --- judging -----------------------------------------------------------------
+
+def _quote(lines: Sequence[str], limit: int = 40) -> str:
+    return '\n'.join(lines[:limit]) + (f'\n... ({len(lines) - limit} more lines)'
+                                       if len(lines) > limit else '')
+
+
+def judge_ktap(root: ktap.Test, exp: Expectations) -> Verdict:
+    """Results, crashes, counts and skips of a parsed KTAP tree."""
+    v = Verdict()
+    for name, t in ktap.cases(root):
+        if t.status is ktap.Status.PASS:
+            v.passed += 1
+        elif t.status is ktap.Status.FAIL:
+            v.failed += 1
+            first = next((d for d in t.diagnostics if 'FAILED' in d), 'not ok')
+            v.add('failed', name, f'failed: {first.strip()}', _quote(t.diagnostics))
+        elif t.status is ktap.Status.CRASHED:
+            v.crashed += 1
+            v.add('crashed', name, f'crashed: {t.reason}', _quote(t.diagnostics))
+        elif t.status is ktap.Status.EMPTY:
+            v.missing += 1
+            v.add('missing', name, 'reported ok, but its parameter block holds no result')
+        else:
+            v.skipped += 1
+            e = expected_skip(exp.skips, name, t.reason, exp.context) if t.reason else None
+            v.skips.append(Skip(name, t.reason, e is not None, e.why if e else ''))
+            if not t.reason:
+                v.add('unexpected-skip', name, 'skipped without a stated reason')
+            elif e is None:
+                v.add('unexpected-skip', name, f'skipped, not expected here: {t.reason} '
+                      '(expected skips: kunit/expected-skips)')
+    for name, node in ktap.nodes(root):
+        if node.status is ktap.Status.CRASHED:
+            v.crashed += 1
+            v.add('crashed', name, f'no result line: {node.reason}', _quote(node.diagnostics))
+        stats = next((m for m in map(ktap.STATS.match, node.diagnostics)
+                      if m and m.group(1) == node.name), None)
+        if stats and int(stats.group(5)) > len(node.subtests):
+            v.missing += int(stats.group(5)) - len(node.subtests)
+            v.add('missing', name, f'KUnit counted {stats.group(5)} results, '
+                  f'{len(node.subtests)} were printed')
+    if exp.cases is not None:
+        _check_expected(root, exp.cases, v)
+    if not ktap.cases(root) and not any(p.category == 'missing' for p in v.problems):
+        v.add('missing', '', 'no KUnit case ran (no KTAP results in the console log)')
+    return v
+
+
+def _check_expected(root: ktap.Test, want: Dict[str, List[str]], v: Verdict) -> None:
+    if not want:
+        v.add('missing', '', 'the filter selects no case of the kunit/ suites')
+        return
+    ran = {s.name: {c.name for c in s.subtests} for s in root.subtests}
+    for suite, cases in want.items():
+        if suite not in ran:
+            v.missing += len(cases)
+            v.add('missing', suite, f'suite did not run ({len(cases)} cases expected)')
+            continue
+        for case in cases:
+            if case not in ran[suite]:
+                v.missing += 1
+                v.add('missing', f'{suite}.{case}', 'case did not run')
+
+
+def attribute(root: ktap.Test, ktap_start: int, finding: hygiene.Finding) -> str:
+    """suite.case[.param] during which a console line was printed, or ''."""
+    if ktap_start < 0:
+        return ''
+    hit = ktap.case_at(root, finding.lineno - 1 - ktap_start)
+    return hit[0] if hit else ''
+
+
+def where(root: ktap.Test, ktap_start: int, lineno: int) -> str:
+    """Where a line outside every case was printed, for the message."""
+    index = lineno - 1 - ktap_start
+    if ktap_start < 0 or index < 0:
+        return 'before the suites (boot)'
+    suite = ktap.suite_at(root, index)
+    if suite is not None:
+        return f'in suite {suite.name}, outside its cases (suite init/exit)'
+    return 'between or after the suites'
+
+
+def judge_console(console: ktap.Console, exp: Expectations) -> Tuple[int, ktap.Test, Verdict]:
+    """The whole verdict of one console: KTAP, expectations, kernel log."""
+    start, lines = ktap.extract_at(console.lines)
+    root = ktap.parse(lines)
+    v = judge_ktap(root, exp)
+    passing = {n for n, t in ktap.cases(root) if t.status is ktap.Status.PASS}
+    tainted = set()
+    for f in hygiene.check(console.lines):
+        name = attribute(root, start, f)
+        if name in passing:
+            tainted.add(name)
+        place = '' if name else f' ({where(root, start, f.lineno)})'
+        v.add('kernel-log', name, f'{f.why}{place}: {f.line.strip()}',
+              hygiene.context(console.lines, f.lineno))
+    v.tainted = len(tainted)
+    if console.truncated:
+        v.add('console', '', f'the console log is larger than {ktap.MAX_CONSOLE >> 20} MiB: '
+              'only its beginning was judged')
+    return start, root, v

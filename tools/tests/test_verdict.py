@@ -1,0 +1,272 @@
+"""Tests for cpuhpk.verdict: no green by mistake (issue #8) and what CI reads (#9)."""
+
+from __future__ import annotations
+
+import importlib
+import tempfile
+import unittest
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from cpuhpk import junit, ktap, verdict
+
+DATA = Path(__file__).parent / 'data'
+KUNIT = Path(__file__).resolve().parents[2] / 'kunit'
+# Debian's python3-junitparser: a real JUnit consumer, not our own reader.
+junitparser: Any = importlib.import_module('junitparser')
+
+WARN = ('WARNING: CPU: 1 PID: 42 at kernel/cpu.c:2299 cpuhp_reserve_state+0x5e/0x80')
+
+
+def console(name: str) -> ktap.Console:
+    return ktap.read_console(DATA / name)
+
+
+def expectations(filter_glob: str = '', smp: str = '4') -> verdict.Expectations:
+    return verdict.Expectations(
+        cases=verdict.filtered(verdict.declared_cases(KUNIT), filter_glob),
+        skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
+        context={'kver': '6.12', 'config': 'default', 'smp': smp})
+
+
+def judge(lines: List[str], exp: Optional[verdict.Expectations] = None) -> verdict.Verdict:
+    return verdict.judge_console(ktap.Console(lines=lines), exp or verdict.Expectations())[2]
+
+
+def categories(v: verdict.Verdict) -> Dict[str, List[str]]:
+    out: Dict[str, List[str]] = {}
+    for p in v.problems:
+        out.setdefault(p.category, []).append(p.name)
+    return out
+
+
+def junit_counts(lines: List[str], exp: Optional[verdict.Expectations] = None,
+                 extra: Optional[List[verdict.Problem]] = None) -> Dict[str, int]:
+    """Write junit.xml of a console and read it back with junitparser."""
+    start, root, v = verdict.judge_console(ktap.Console(lines=lines),
+                                           exp or verdict.Expectations())
+    v.problems += extra or []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / 'junit.xml'
+        junit.write(path, root, v)
+        xml = junitparser.JUnitXml.fromfile(str(path))
+        counts = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
+        for suite in xml:
+            for case in suite:
+                counts['tests'] += 1
+                for r in case.result:
+                    key = {'Failure': 'failures', 'Error': 'errors',
+                           'Skipped': 'skipped'}[type(r).__name__]
+                    counts[key] += 1
+        return counts
+
+
+# A suite whose last case has parameters; the console stops right after a
+# passing parameter (QEMU exited, triple fault with -no-reboot).
+CUT_AFTER_PARAM = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s',
+                   '    1..2', '    ok 1 plain', '        KTAP version 1',
+                   '        # Subtest: p', '        ok 1 first']
+
+
+class FalsePassTest(unittest.TestCase):
+    def test_console_stopping_after_a_passing_parameter(self) -> None:
+        v = judge(CUT_AFTER_PARAM)
+        self.assertFalse(v.ok)
+        self.assertEqual(categories(v)['crashed'], ['s', 's.p'])
+        self.assertGreaterEqual(junit_counts(CUT_AFTER_PARAM)['errors'], 2)
+
+    def test_recorded_console_cut_after_a_parameter(self) -> None:
+        v = verdict.judge_console(console('crafted_cut_after_param.log'), expectations())[2]
+        self.assertIn('cpuhp_install.cpuhp_install_multi_instance', categories(v)['crashed'])
+        self.assertFalse(v.ok)
+
+    def test_whole_recorded_run_is_green(self) -> None:
+        for name in ('pass_default_console.log', 'pass_debug_console.log'):
+            with self.subTest(name=name):
+                v = verdict.judge_console(console(name), expectations())[2]
+                self.assertEqual(v.problems, [])
+                self.assertEqual((v.passed, v.failed, v.skipped), (44, 0, 0))
+
+    def test_missing_suite_and_case(self) -> None:
+        exp = expectations()
+        assert exp.cases is not None
+        exp.cases['cpuhp_sweep'] = ['cpuhp_sweep_up']
+        exp.cases['cpuhp_rollback'] = exp.cases['cpuhp_rollback'] + ['cpuhp_rollback_new']
+        v = verdict.judge_console(console('pass_default_console.log'), exp)[2]
+        self.assertEqual(sorted(categories(v)['missing']),
+                         ['cpuhp_rollback.cpuhp_rollback_new', 'cpuhp_sweep'])
+        self.assertEqual(v.missing, 2)
+
+    def test_fewer_parameters_than_kunit_counted(self) -> None:
+        lines = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s',
+                 '    1..1', '        KTAP version 1', '        # Subtest: p',
+                 '        ok 1 a', '    # p: pass:2 fail:0 skip:0 total:2', '    ok 1 p',
+                 'ok 1 s']
+        v = judge(lines)
+        self.assertEqual(categories(v), {'missing': ['s.p']})
+
+    def test_filter_that_matches_nothing(self) -> None:
+        self.assertEqual(verdict.filtered(verdict.declared_cases(KUNIT), 'nosuch.*'), {})
+        v = judge(['KTAP version 1', '1..0'], expectations('nosuch.*'))
+        self.assertEqual(categories(v), {'missing': ['']})
+        self.assertIn('the filter selects no case', v.problems[0].message)
+
+    def test_filter_selects_cases(self) -> None:
+        got = verdict.filtered(verdict.declared_cases(KUNIT), 'cpuhp_rollback.*trace*')
+        self.assertEqual(got, {'cpuhp_rollback': ['cpuhp_rollback_trace_up',
+                                                  'cpuhp_rollback_trace_down']})
+
+    def test_declared_cases_of_the_sources(self) -> None:
+        got = verdict.declared_cases(KUNIT)
+        self.assertEqual({k: len(v) for k, v in got.items()},
+                         {'cpuhp_install': 7, 'cpuhp_rollback': 9, 'timekeeping_crosststamp': 6})
+
+    def test_ok_after_an_empty_parameter_block(self) -> None:
+        lines = ['KTAP version 1', '1..1', '  # Subtest: suite', '  1..1',
+                 '    # Subtest: case', '  ok 1 - case', 'ok 1 - suite']
+        self.assertEqual(categories(judge(lines)), {'missing': ['suite.case']})
+
+
+class SkipTest(unittest.TestCase):
+    SKIPPED = ['KTAP version 1', '1..1', '    KTAP version 1',
+               '    # Subtest: timekeeping_crosststamp', '    1..1',
+               '    ok 1 crosststamp_generic_id # SKIP no TSC of known frequency to back a '
+               'test clocksource', 'ok 1 timekeeping_crosststamp']
+
+    def test_no_tsc_is_not_a_green_row_of_skips(self) -> None:
+        v = judge(self.SKIPPED, expectations('timekeeping_crosststamp.crosststamp_generic_id'))
+        self.assertEqual(categories(v), {'unexpected-skip':
+                                         ['timekeeping_crosststamp.crosststamp_generic_id']})
+        self.assertEqual(v.skips[0].reason,
+                         'no TSC of known frequency to back a test clocksource')
+        self.assertFalse(v.skips[0].expected)
+        self.assertEqual(junit_counts(self.SKIPPED)['failures'], 1)
+
+    def test_expected_skip_with_one_cpu(self) -> None:
+        lines = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: cpuhp_rollback',
+                 '    1..1', '    ok 1 cpuhp_rollback_up_ap_fails # SKIP needs two online CPUs',
+                 'ok 1 cpuhp_rollback']
+        exp = expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails', smp='1')
+        v = judge(lines, exp)
+        self.assertEqual(v.problems, [])
+        self.assertTrue(v.skips[0].expected)
+        self.assertIn('SMP=1', v.skips[0].why)
+        # The same skip with four CPUs is not expected.
+        exp = expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails', smp='4')
+        self.assertEqual(list(categories(judge(lines, exp))), ['unexpected-skip'])
+
+    def test_skip_without_reason(self) -> None:
+        v = judge(['KTAP version 1', '1..1', 'ok 1 s # SKIP'])
+        self.assertIn('without a stated reason', v.problems[0].message)
+
+    def test_table_errors(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / 'expected-skips'
+            for text in ('a | b\n', 'a.* | arch=x86 | r | w\n'):
+                path.write_text(text)
+                with self.assertRaises(ValueError):
+                    verdict.read_expected_skips(path)
+
+
+class KernelLogTest(unittest.TestCase):
+    """A kernel report is pinned on the case during which it was printed."""
+
+    def lines(self) -> List[str]:
+        return ['boot', 'KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s',
+                '    1..2', '    ok 1 a', WARN, '---[ end trace 0000000000000000 ]---',
+                '    ok 2 b', 'ok 1 s']
+
+    def test_warning_during_a_case(self) -> None:
+        v = judge(self.lines())
+        self.assertEqual(categories(v), {'kernel-log': ['s.b']})
+        self.assertIn('end trace', v.problems[0].detail)
+        counts = junit_counts(self.lines())
+        self.assertEqual((counts['failures'], counts['errors']), (1, 0))
+
+    def test_warning_outside_every_case(self) -> None:
+        for at, where in ((1, 'boot'), (10, 'suite init/exit'), (11, 'after the suites')):
+            with self.subTest(where=where):
+                lines = self.lines()
+                lines.insert(at, WARN)
+                v = judge(lines)
+                run_level = [p for p in v.problems if p.category == 'kernel-log' and not p.name]
+                self.assertEqual(len(run_level), 1, v.problems)
+                self.assertIn(where.split()[0], run_level[0].message)
+                self.assertGreaterEqual(junit_counts(lines)['errors'], 1)
+
+    def test_warning_in_a_parameter(self) -> None:
+        lines = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..1',
+                 '        KTAP version 1', '        # Subtest: p', '        ok 1 x', WARN,
+                 '        ok 2 y', '    ok 1 p', 'ok 1 s']
+        self.assertEqual(categories(judge(lines)), {'kernel-log': ['s.p.y']})
+
+    def test_declared_report_stays_green(self) -> None:
+        lines = self.lines()
+        lines[7:9] = ['cpuhp_kunit: expect report: cpuhp_reserve_state', WARN,
+                      'cpuhp_kunit: expect end']
+        self.assertTrue(judge(lines).ok)
+
+    def test_recorded_warning_run(self) -> None:
+        # A real WARNING in cpuhp_rollback_freeze_fails (crafted: see the file's head).
+        start, root, v = verdict.judge_console(console('crafted_warning_in_case.log'),
+                                               expectations())
+        self.assertEqual(categories(v),
+                         {'kernel-log': ['cpuhp_rollback.cpuhp_rollback_freeze_fails']})
+
+
+class JunitTest(unittest.TestCase):
+    def test_every_cause_is_red_in_junit(self) -> None:
+        """No problem category leaves junit.xml without a failure or error."""
+        passing = (DATA / 'pass_default_console.log').read_text().splitlines()
+        for category in verdict.CATEGORIES:
+            with self.subTest(category=category):
+                counts = junit_counts(passing, extra=[verdict.Problem(category, '', 'x')])
+                self.assertGreaterEqual(counts['failures'] + counts['errors'], 1)
+                counts = junit_counts(passing, extra=[verdict.Problem(
+                    category, 'cpuhp_rollback.cpuhp_rollback_cycles', 'x')])
+                self.assertGreaterEqual(counts['failures'] + counts['errors'], 1)
+
+    def test_recorded_run_in_junit(self) -> None:
+        counts = junit_counts((DATA / 'pass_default_console.log').read_text().splitlines(),
+                              expectations())
+        self.assertEqual(counts, {'tests': 44, 'failures': 0, 'errors': 0, 'skipped': 0})
+
+    def test_names_are_not_repeated(self) -> None:
+        start, root, v = verdict.judge_console(console('pass_default_console.log'),
+                                               expectations())
+        cases = list(junit.junit(root, v).getroot().iter('testcase'))
+        self.assertIn(('timekeeping_crosststamp', 'crosststamp_driver_error.-16'),
+                      [(c.get('classname'), c.get('name')) for c in cases])
+        for c in cases:
+            self.assertFalse((c.get('name') or '').startswith(f'{c.get("classname")}.'))
+
+    def test_control_characters(self) -> None:
+        lines = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..1',
+                 '    # a: EXPECTATION FAILED \x1b[31mred\x1b[0m \x00 nul \x07',
+                 '    not ok 1 a', 'not ok 1 s']
+        self.assertEqual(junit_counts(lines)['failures'], 1)
+
+    def test_missing_case_is_an_error_in_its_suite(self) -> None:
+        exp = verdict.Expectations(cases={'s': ['a', 'b']})
+        lines = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..1',
+                 '    ok 1 a', 'ok 1 s']
+        start, root, v = verdict.judge_console(ktap.Console(lines=lines), exp)
+        cases = {c.get('name'): c for c in junit.junit(root, v).getroot().iter('testcase')}
+        self.assertIsNotNone(cases['b'].find('error'))
+
+    def test_verdict_json_roundtrip(self) -> None:
+        v = judge(self.lines_with_failure())
+        with tempfile.TemporaryDirectory() as tmp:
+            verdict.write_json(Path(tmp) / 'v.json', v, {'kver': '6.12'})
+            back, context = verdict.read_json(Path(tmp) / 'v.json')
+        self.assertEqual((back.problems, back.counts(), context), (v.problems, v.counts(),
+                                                                   {'kver': '6.12'}))
+
+    @staticmethod
+    def lines_with_failure() -> List[str]:
+        return ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..1',
+                '    # a: EXPECTATION FAILED at x.c:1', '    not ok 1 a', 'not ok 1 s']
+
+
+if __name__ == '__main__':
+    unittest.main()
