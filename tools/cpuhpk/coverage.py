@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import zlib
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -41,7 +42,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import run, tree  # noqa: E402
+from cpuhpk import ktap, run, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ('bash-static', 'busybox-static', 'cpio', 'lcov')
@@ -125,9 +126,14 @@ def make_initramfs(dest: Path, init_text: str, extra: Sequence[Tuple[str, Path]]
     return dest
 
 
-def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
-    """Put the .gcda files printed on the console back into the build directory."""
-    lines = console.read_text(errors='replace').splitlines()
+# The gcda archive comes from the guest: untrusted. Limits well above what
+# two profiled objects produce (a few hundred KiB).
+MAX_GCDA_BYTES = 64 << 20
+
+
+def gcda_blob(console: Path) -> bytes:
+    """The gcov archive printed on the console, checked against its sha256."""
+    lines = ktap.read_console(console).lines
     try:
         start = next(i for i, ln in enumerate(lines) if ln.startswith(BEGIN))
         end = next(i for i, ln in enumerate(lines) if i > start and ln.strip() == END)
@@ -136,29 +142,88 @@ def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
                                 'did the kernel reach /init?') from None
     # Kernel messages may interleave: keep the lines that are base64.
     b64 = [ln.strip() for ln in lines[start + 1:end] if BASE64_LINE.match(ln.strip())]
+    if sum(map(len, b64)) > MAX_GCDA_BYTES * 4 // 3 + 4:
+        raise tree.PrepareError(f'gcov data on the console is larger than '
+                                f'{MAX_GCDA_BYTES >> 20} MiB: refused')
     try:
         blob = base64.b64decode(''.join(b64), validate=True)
     except ValueError as e:
         raise tree.PrepareError(f'gcov data on the console is damaged: {e}') from None
-    written: List[Path] = []
-    root = build_dir.resolve()
     want = lines[start][len(BEGIN):].split()[:1]
     if not blob or want != [hashlib.sha256(blob).hexdigest()]:
         raise tree.PrepareError(f'gcov data in {console} is missing or damaged '
                                 '(sha256 differs from the one the guest printed)')
-    with tarfile.open(fileobj=io.BytesIO(blob), mode='r:gz') as tar:
-        for member in tar.getmembers():
-            if not member.isfile():
-                continue
-            # debugfs mirrors the build directory's absolute path.
-            path = (Path('/') / member.name.removeprefix('./')).resolve()
-            if root not in path.parents:
-                raise tree.PrepareError(f'gcov file outside the build directory: {member.name}')
-            data = tar.extractfile(member)
-            assert data is not None
-            path.write_bytes(data.read())
-            written.append(path)
+    return blob
+
+
+def gcda_members(blob: bytes, build_dir: Path) -> List[Tuple[Path, bytes]]:
+    """Where each .gcda of the archive goes in @build_dir, and its data.
+
+    debugfs mirrors the build directory's absolute path, so a member
+    './<build dir>/kernel/cpu.gcda' goes to <build dir>/kernel/cpu.gcda.
+    Everything else is refused, whole archive, before anything is written:
+    absolute names, '..', links, devices, files that are not .gcda, a place
+    outside the build directory or without its directory there, and more
+    than MAX_GCDA_BYTES in all.
+    """
+    root = Path(os.path.normpath(build_dir.absolute()))
+    out: List[Tuple[Path, bytes]] = []
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode='r:gz') as tar:
+            for member in tar:
+                name = member.name
+                if name.startswith('/') or '..' in name.split('/'):
+                    raise tree.PrepareError(f'gcov archive: unsafe name {name!r}: refused')
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    raise tree.PrepareError(f'gcov archive: {name!r} is not a regular file '
+                                            '(link or device): refused')
+                if not name.endswith('.gcda'):
+                    raise tree.PrepareError(f'gcov archive: {name!r} is not a .gcda file: '
+                                            'refused')
+                total += member.size
+                if total > MAX_GCDA_BYTES:
+                    raise tree.PrepareError(f'gcov archive: more than {MAX_GCDA_BYTES >> 20} '
+                                            'MiB: refused')
+                path = Path(os.path.normpath('/' + name.removeprefix('./')))
+                if root not in path.parents:
+                    raise tree.PrepareError(f'gcov archive: {name!r} is outside the build '
+                                            f'directory {root}: refused')
+                if not path.parent.is_dir():
+                    raise tree.PrepareError(f'gcov archive: {name!r}: no such directory in '
+                                            'the build: refused')
+                data = tar.extractfile(member)
+                assert data is not None
+                out.append((path, data.read(member.size)))
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        raise tree.PrepareError(f'gcov archive is damaged: {e}') from None
+    return out
+
+
+def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
+    """Put the .gcda files printed on the console back into the build directory."""
+    written: List[Path] = []
+    for path, data in gcda_members(gcda_blob(console), build_dir):
+        # Never through a link that may stand where the file should be.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, 'wb') as f:
+            f.write(data)
+        written.append(path)
     return written
+
+
+SELFTEST_EXIT = re.compile(r'cpuhp-kunit: selftest exit (\d+)')
+
+
+def selftest_status(console: Path) -> Optional[int]:
+    """The exit status cpu-on-off-test.sh printed, None if it printed none."""
+    for line in ktap.read_console(console).lines:
+        m = SELFTEST_EXIT.search(line)
+        if m:
+            return int(m.group(1))
+    return None
 
 
 @dataclasses.dataclass
@@ -294,8 +359,16 @@ def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
         except subprocess.TimeoutExpired:
             raise tree.PrepareError(f'the selftest run did not finish within {timeout} s: '
                                     f'see {console}') from None
+    status = selftest_status(console)
+    if status != 0:
+        said = 'printed no exit status' if status is None else f'exited {status}'
+        raise SelftestError(f'cpu-on-off-test.sh {said}: no anchor figure (see {console})')
     extract_gcda(console, build_dir)
     return capture(build_dir, t.path, out, 'selftest')
+
+
+class SelftestError(tree.PrepareError):
+    """The anchor run failed: it gives no figure."""
 
 
 def lcov(*args: str) -> str:
@@ -315,6 +388,15 @@ def main(argv: Sequence[str]) -> int:
                     help='skip the cpu-on-off-test.sh anchor run')
     args = ap.parse_args(argv)
     out = REPO / 'out' / f'{args.kver}-coverage'
+    return tree.locked(f'make coverage KVER={args.kver}', lambda: coverage(args, out))
+
+
+def coverage(args: argparse.Namespace, out: Path) -> int:
+    """The coverage run; every cause of a non-zero exit also lands in out/'s junit.xml."""
+    problems: List[verdict.Problem] = []
+    rc = 1
+    files: Dict[str, FileCov] = {}
+    anchor: Optional[Dict[str, FileCov]] = None
     try:
         tree.ensure_packages(PACKAGES)
         t = tree.prepare(args.kver, REPO)
@@ -335,26 +417,35 @@ def main(argv: Sequence[str]) -> int:
         files = capture(cache, t.path, out, 'coverage')
         subprocess.run(['genhtml', '--quiet', '--branch-coverage', '--output-directory',
                         str(out / 'html'), str(out / 'coverage.info')], check=True)
-        anchor = selftest_anchor(t, cache, out, args.smp, int(args.timeout)) \
-            if args.selftest else None
+        if args.selftest:
+            try:
+                anchor = selftest_anchor(t, cache, out, args.smp, int(args.timeout))
+            except SelftestError as e:
+                problems.append(verdict.Problem('selftest', '', str(e)))
     except (tree.PrepareError, subprocess.CalledProcessError) as e:
-        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
-        return 1
-    text = summary(files)
-    if anchor is not None:
-        text += ['', 'kernel/cpu.c, suites vs upstream cpu-on-off-test.sh -a on the same kernel:']
-        for label, cov in (('suites', files), ('selftest', anchor)):
-            c = next((v for f, v in cov.items() if f.endswith('/kernel/cpu.c')), FileCov())
-            text.append(f'  {label:9} lines {pct(c.lines):5.1f}% ({c.lines[0]}/{c.lines[1]})  '
-                        f'functions {pct(c.functions):5.1f}% ({c.functions[0]}/{c.functions[1]})')
-    (out / 'summary.txt').write_text('\n'.join(text) + '\n')
-    print('\n'.join(text))
-    problems = gate(files, read_thresholds(THRESHOLDS))
+        problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
+    if files:
+        text = summary(files)
+        if anchor is not None:
+            text += ['', 'kernel/cpu.c, suites vs upstream cpu-on-off-test.sh -a on the same '
+                     'kernel:']
+            for label, cov in (('suites', files), ('selftest', anchor)):
+                c = next((v for f, v in cov.items() if f.endswith('/kernel/cpu.c')), FileCov())
+                text.append(f'  {label:9} lines {pct(c.lines):5.1f}% ({c.lines[0]}/'
+                            f'{c.lines[1]})  functions {pct(c.functions):5.1f}% '
+                            f'({c.functions[0]}/{c.functions[1]})')
+        (out / 'summary.txt').write_text('\n'.join(text) + '\n')
+        print('\n'.join(text))
+        problems += [verdict.Problem('coverage', '', f'coverage gate: {p}')
+                     for p in gate(files, read_thresholds(THRESHOLDS))]
+        tree.log(f'coverage report in {out / "html" / "index.html"}')
+    if not out.is_dir():
+        out.mkdir(parents=True)
+    v = run.add_problems(out, problems)
     for p in problems:
-        print(f'cpuhp-kunit: FAIL: coverage gate: {p}')
-    tree.log(f'coverage report in {out / "html" / "index.html"}')
-    print(run.counts_line(out))
-    return 1 if problems or rc else 0
+        print(f'cpuhp-kunit: FAIL: [{p.category}] {p}', file=sys.stderr)
+    print(run.counts_line(v))
+    return 1 if problems or rc or not v.ok else 0
 
 
 if __name__ == '__main__':

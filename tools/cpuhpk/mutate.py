@@ -1,10 +1,18 @@
 """`make mutate`: apply each mutant to the cached tree, run the suites, restore.
 
 A mutant is a -p1 patch against the prepared tree whose first line is a
-'# ' comment naming the promise it breaks. It is killed when the run fails
-for any reason (a case failed or crashed, the kernel hung, the log-hygiene
-check tripped); otherwise it survived. The tree is restored after every
-mutant, also when the run is interrupted.
+'# ' comment naming the promise it breaks. Its run's verdict (verdict.json)
+says what became of it:
+
+- killed          the run was red for a reason a test gives: a case failed or
+                  crashed or went missing, a kernel report, the kernel hung
+- invalid         the mutant does not build: it proved nothing (compiler error quoted)
+- survived        the run was green
+- not-applicable  the patch does not apply to this tree: it never ran
+
+`make mutate` exits 0 only when every mutant was killed. The cache is locked
+for the whole set; a mutant is reversed only after its run (and everything
+the run started) has ended, also when make mutate is interrupted.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import List, Sequence
 
@@ -23,18 +32,24 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import hygiene, ktap, tree  # noqa: E402
+from cpuhpk import junit, run, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
+# What a test gives: these categories kill a mutant. 'build' makes it invalid;
+# the others (prepare, console, interrupted, ...) say the run itself failed.
+KILLING = ('timeout', 'crashed', 'failed', 'kernel-log', 'unexpected-skip', 'missing')
+CHILD_GRACE = 60
 
 
 @dataclasses.dataclass
 class Outcome:
     mutant: str
-    verdict: str        # killed, survived, not-applicable
-    by: str             # which cases (or what else) killed it
+    verdict: str        # killed, survived, invalid, not-applicable, error
+    by: str             # which cases (or what else) killed it, or why it did not count
     seconds: float
     promise: str
+    detail: str = ''    # compiler error of an invalid mutant
 
 
 def promise(patch: Path) -> str:
@@ -42,25 +57,39 @@ def promise(patch: Path) -> str:
     return first[0].lstrip('# ').strip() if first and first[0].startswith('#') else ''
 
 
-def killers(out: Path) -> str:
-    """What made the run red, short."""
+def killers(v: verdict.Verdict) -> List[str]:
+    """What made a mutant's run red, as names: cases, 'kernel log', 'timeout', ..."""
     names: List[str] = []
-    ktap_path = out / 'results.ktap'
-    if ktap_path.is_file():
-        root = ktap.parse(ktap_path.read_text(errors='replace').splitlines())
-        names += [n for n, t in ktap.cases(root)
-                  if t.status in (ktap.Status.FAIL, ktap.Status.CRASHED)]
-    console = out / 'console.log'
-    if console.is_file() and hygiene.check(console.read_text(errors='replace').splitlines()):
-        names.append('log-hygiene')
+    for p in sorted(v.problems, key=lambda p: KILLING.index(p.category)
+                    if p.category in KILLING else len(KILLING)):
+        if p.category not in KILLING:
+            continue
+        name = p.name or {'kernel-log': 'kernel log'}.get(p.category, p.category)
+        if p.category == 'kernel-log' and p.name:
+            name = f'{p.name} (kernel log)'
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def classify(name: str, out: Path, rc: int, seconds: float, text: str) -> Outcome:
+    """The outcome of a mutant from its run's verdict.json."""
+    path = out / 'verdict.json'
+    if not path.is_file():
+        return Outcome(name, 'error', f'its run wrote no verdict (exit {rc})', seconds, text)
+    v, _ = verdict.read_json(path)
+    if v.ok and rc == 0:
+        return Outcome(name, 'survived', '', seconds, text)
+    build = [p for p in v.problems if p.category == 'build']
+    if build:
+        return Outcome(name, 'invalid', build[0].message, seconds, text, build[0].detail)
+    names = killers(v)
     if not names:
-        if not console.is_file():
-            names.append('build failure')
-        elif not ktap_path.is_file() or not ktap_path.read_text().strip():
-            names.append('no KUnit output (hang or crash before the suites)')
-        else:
-            names.append('kunit.py')
-    return ', '.join(names[:4]) + (f' (+{len(names) - 4})' if len(names) > 4 else '')
+        other = ', '.join(sorted({p.category for p in v.problems})) or f'exit {rc}'
+        return Outcome(name, 'error', f'its run failed for no test reason: {other}',
+                       seconds, text)
+    by = ', '.join(names[:4]) + (f' (+{len(names) - 4})' if len(names) > 4 else '')
+    return Outcome(name, 'killed', by, seconds, text)
 
 
 def run_one(patch: Path, t: tree.Tree, run_args: List[str], out: Path) -> Outcome:
@@ -73,16 +102,47 @@ def run_one(patch: Path, t: tree.Tree, run_args: List[str], out: Path) -> Outcom
     tree.git(t.path, 'apply', str(patch.resolve()))
     try:
         env = dict(os.environ, CPUHP_KUNIT_DIRTY='1')
-        res = subprocess.run([sys.executable, str(REPO / 'tools' / 'cpuhpk' / 'run.py'),
-                              *run_args, '--out', str(out)],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             check=False)
+        with subprocess.Popen([sys.executable, str(RUN_PY), *run_args, '--out', str(out)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              pass_fds=tree.lock_fds()) as child:
+            try:
+                rc = child.wait()
+            except BaseException:
+                # run.py ends kunit.py, make and QEMU on SIGTERM; only then
+                # may the tree change under them.
+                with run.signals_deferred():
+                    child.terminate()
+                    try:
+                        child.wait(CHILD_GRACE)
+                    except subprocess.TimeoutExpired:
+                        child.kill()
+                        child.wait()
+                raise
     finally:
         tree.git(t.path, 'apply', '-R', str(patch.resolve()))
-    seconds = time.monotonic() - started
-    if res.returncode == 0:
-        return Outcome(patch.stem, 'survived', '', seconds, promise(patch))
-    return Outcome(patch.stem, 'killed', killers(out), seconds, promise(patch))
+    return classify(patch.stem, out, rc, time.monotonic() - started, promise(patch))
+
+
+def report_junit(outcomes: Sequence[Outcome]) -> ET.ElementTree:
+    """One testcase per mutant: killed passes, survived fails, the rest are errors."""
+    top = ET.Element('testsuites')
+    suite = ET.SubElement(top, 'testsuite', name='mutants')
+    for o in outcomes:
+        tc = ET.SubElement(suite, 'testcase', classname='mutants', name=o.mutant,
+                           time=f'{o.seconds:.1f}')
+        if o.verdict == 'survived':
+            ET.SubElement(tc, 'failure', message=junit.clean(f'survived: {o.promise}'))
+        elif o.verdict != 'killed':
+            ET.SubElement(tc, 'error', message=junit.clean(f'{o.verdict}: {o.by}')).text = \
+                junit.clean(o.detail) or None
+        else:
+            ET.SubElement(tc, 'system-out').text = junit.clean(f'killed by {o.by}')
+    for el in (suite, top):
+        el.set('tests', str(len(outcomes)))
+        el.set('failures', str(sum(o.verdict == 'survived' for o in outcomes)))
+        el.set('errors', str(sum(o.verdict not in ('survived', 'killed') for o in outcomes)))
+    ET.indent(top)
+    return ET.ElementTree(top)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -97,14 +157,14 @@ def main(argv: Sequence[str]) -> int:
     if not patches:
         print(f'cpuhp-kunit: error: no *.patch in {args.mutants}', file=sys.stderr)
         return 1
-    try:
-        t = tree.prepare(args.kver, REPO)
-    except tree.PrepareError as e:
-        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
-        return 1
-    # SIGTERM as well as Ctrl-C unwinds through run_one()'s finally: the
-    # mutant is reversed before the process ends.
+    # SIGTERM as well as Ctrl-C unwinds through run_one(): the child run is
+    # ended and the mutant reversed before the process ends.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    return tree.locked(f'make mutate KVER={args.kver}', lambda: mutate(args, patches))
+
+
+def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
+    t = tree.prepare(args.kver, REPO)
     run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
                 '--timeout', args.timeout]
     base = REPO / 'out' / f'{args.kver}-mutate'
@@ -113,17 +173,27 @@ def main(argv: Sequence[str]) -> int:
         o = run_one(patch, t, run_args, base / patch.stem)
         outcomes.append(o)
         print(f'{o.mutant:45} {o.verdict:15} {o.seconds:5.0f}s  {o.by}', flush=True)
-    applied = [o for o in outcomes if o.verdict != 'not-applicable']
-    killed = sum(o.verdict == 'killed' for o in applied)
-    table = ['| mutant | promise broken | verdict | killed by | seconds |',
+        if o.detail:
+            print('\n'.join(f'    {ln}' for ln in o.detail.splitlines()[:10]), flush=True)
+    return report(outcomes, base)
+
+
+def report(outcomes: Sequence[Outcome], base: Path) -> int:
+    """report.md, junit.xml and the last line; the exit status of make mutate."""
+    table = ['| mutant | promise broken | verdict | killed by / why not | seconds |',
              '|---|---|---|---|---|']
     table += [f'| {o.mutant} | {o.promise} | {o.verdict} | {o.by} | {o.seconds:.0f} |'
               for o in outcomes]
     base.mkdir(parents=True, exist_ok=True)
     (base / 'report.md').write_text('\n'.join(table) + '\n')
-    print(f'cpuhp-kunit: mutants: {killed}/{len(applied)} killed, '
-          f'{len(outcomes) - len(applied)} not applicable; table in {base / "report.md"}')
-    return 0 if killed == len(applied) else 1
+    report_junit(outcomes).write(base / 'junit.xml', encoding='utf-8', xml_declaration=True)
+    counts = {k: sum(o.verdict == k for o in outcomes)
+              for k in ('killed', 'survived', 'invalid', 'not-applicable', 'error')}
+    print(f'cpuhp-kunit: mutants: {counts["killed"]}/{len(outcomes)} killed, '
+          f'{counts["survived"]} survived, {counts["invalid"]} invalid (do not build), '
+          f'{counts["not-applicable"]} not applicable, {counts["error"]} run errors; '
+          f'table in {base / "report.md"}')
+    return 0 if counts['killed'] == len(outcomes) else 1
 
 
 if __name__ == '__main__':

@@ -8,9 +8,11 @@ import io
 import tarfile
 import tempfile
 import unittest
+from unittest import mock
 from pathlib import Path
+from typing import List, Optional
 
-from cpuhpk import coverage, tree
+from cpuhpk import coverage, hygiene, tree
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -28,14 +30,18 @@ end_of_record
 """
 
 
-def console_with(build: Path, payload: bytes, damage: bool = False) -> str:
+def console_with(build: Path, payload: bytes, damage: bool = False,
+                 members: Optional[List[tarfile.TarInfo]] = None) -> str:
     """A console log as the guest prints it: marker with sha256, base64, marker."""
     buf = io.BytesIO()
     rel = str(build / 'kernel' / 'cpu.gcda').lstrip('/')
     with tarfile.open(fileobj=buf, mode='w:gz') as tar:
-        info = tarfile.TarInfo('./' + rel)
-        info.size = len(payload)
-        tar.addfile(info, io.BytesIO(payload))
+        for info in members or [tarfile.TarInfo('./' + rel)]:
+            if info.isfile():
+                info.size = len(payload)
+                tar.addfile(info, io.BytesIO(payload))
+            else:
+                tar.addfile(info)
     blob = buf.getvalue()
     b64 = base64.encodebytes(blob).decode().splitlines()
     if damage:
@@ -52,7 +58,7 @@ class GcdaTransferTest(unittest.TestCase):
             console = Path(tmp) / 'console.log'
             console.write_text(console_with(build, b'gcda bytes'))
             written = coverage.extract_gcda(console, build)
-            self.assertEqual(written, [(build / 'kernel' / 'cpu.gcda').resolve()])
+            self.assertEqual(written, [build.absolute() / 'kernel' / 'cpu.gcda'])
             self.assertEqual(written[0].read_bytes(), b'gcda bytes')
 
     def test_damaged_transfer_is_an_error(self) -> None:
@@ -70,6 +76,85 @@ class GcdaTransferTest(unittest.TestCase):
             console.write_text('Kernel panic - not syncing\n')
             with self.assertRaisesRegex(tree.PrepareError, 'no gcov data'):
                 coverage.extract_gcda(console, Path(tmp))
+
+
+class HostileArchiveTest(unittest.TestCase):
+    """The gcda archive comes from the guest: nothing outside the build directory."""
+
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self._tmp.cleanup)
+        self.root = Path(self._tmp.name)
+        self.build = self.root / 'build'
+        (self.build / 'kernel').mkdir(parents=True)
+        self.inside = './' + str(self.build / 'kernel').lstrip('/')
+
+    def refused(self, members: List[tarfile.TarInfo], why: str, payload: bytes = b'x') -> None:
+        console = self.root / 'console.log'
+        console.write_text(console_with(self.build, payload, members=members))
+        before = sorted(p for p in self.root.rglob('*') if p.name != 'console.log')
+        with self.assertRaises(tree.PrepareError) as cm:
+            coverage.extract_gcda(console, self.build)
+        self.assertIn(why, str(cm.exception))
+        self.assertNotIn('\n', str(cm.exception))
+        self.assertEqual(sorted(p for p in self.root.rglob('*') if p.name != 'console.log'),
+                         before)
+
+    def test_absolute_name(self) -> None:
+        self.refused([tarfile.TarInfo(str(self.build / 'kernel' / 'cpu.gcda'))], 'unsafe name')
+
+    def test_dot_dot(self) -> None:
+        self.refused([tarfile.TarInfo(self.inside + '/../../../evil.gcda')], 'unsafe name')
+
+    def test_links_and_devices(self) -> None:
+        for kind in (tarfile.SYMTYPE, tarfile.LNKTYPE, tarfile.CHRTYPE, tarfile.FIFOTYPE):
+            with self.subTest(kind=kind):
+                info = tarfile.TarInfo(self.inside + '/cpu.gcda')
+                info.type = kind
+                info.linkname = '/etc/passwd'
+                self.refused([info], 'not a regular file')
+
+    def test_outside_the_build_directory(self) -> None:
+        self.refused([tarfile.TarInfo('./' + str(self.root / 'x.gcda').lstrip('/'))],
+                     'outside the build directory')
+
+    def test_not_gcda(self) -> None:
+        self.refused([tarfile.TarInfo(self.inside + '/cpu.o')], 'not a .gcda file')
+
+    def test_too_large(self) -> None:
+        members = [tarfile.TarInfo(f'{self.inside}/f{i}.gcda') for i in range(3)]
+        with mock.patch.object(coverage, 'MAX_GCDA_BYTES', 2 << 20):
+            self.refused(members, 'more than 2 MiB', payload=b'\0' * (1 << 20))
+
+    def test_link_in_the_build_directory_is_not_followed(self) -> None:
+        target = self.root / 'victim'
+        target.write_text('keep')
+        (self.build / 'kernel' / 'cpu.gcda').symlink_to(target)
+        console = self.root / 'console.log'
+        console.write_text(console_with(self.build, b'gcda'))
+        with self.assertRaises(OSError):
+            coverage.extract_gcda(console, self.build)
+        self.assertEqual(target.read_text(), 'keep')
+
+
+class SelftestStatusTest(unittest.TestCase):
+    def test_exit_status(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            console = Path(tmp) / 'console.log'
+            for text, want in (('cpuhp-kunit: selftest exit 0\n', 0),
+                               ('cpuhp-kunit: selftest exit 1\n', 1), ('nothing\n', None)):
+                console.write_text('cpuhp-kunit: selftest begin\n' + text)
+                self.assertEqual(coverage.selftest_status(console), want)
+
+
+class GcovHygieneTest(unittest.TestCase):
+    def test_oops_in_base64_is_not_a_report(self) -> None:
+        lines = [f'{coverage.BEGIN} abc  -', 'H4sIAAAAAAAAA+3OOopsQ0kBQ==', coverage.END]
+        self.assertEqual(hygiene.check(lines), [])
+        # A real report inside the window is still one, and base64 outside it too.
+        lines.insert(2, 'Oops: 0000 [#1] PREEMPT SMP')
+        self.assertEqual([f.lineno for f in hygiene.check(lines)], [3])
+        self.assertEqual(len(hygiene.check(['H4sIAAAAAAAAA+3OOopsQ0kBQ=='])), 1)
 
 
 class InfoTest(unittest.TestCase):
