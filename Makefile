@@ -4,13 +4,18 @@ SMP     ?= 4
 FILTER  ?=
 CONFIG  ?= default
 TIMEOUT ?= 600
-PYTHON  ?= python3
+# Debian's python3: the tools use its python3-* packages (junitparser in tools-test).
+PYTHON  ?= /usr/bin/python3
 MUTANTS ?= mutants
+CONSOLE ?=
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)'
 
-.PHONY: help run run-debug test tools-test prepare coverage mutate bench checkpatch clean-cache
+.PHONY: help run run-debug test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+
+# Runs share the kernel cache (locked by the tools, too): never in parallel.
+.NOTPARALLEL:
 
 help:
 	@echo 'targets:'
@@ -20,6 +25,7 @@ help:
 	@echo '  tools-test   mypy --strict and the tools own tests on recorded consoles'
 	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
 	@echo '  coverage     the suites on a gcov kernel: lcov summary, html, gate -> out/$(KVER)-coverage/'
+	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
 	@echo '  bench        measure cold/warm/edit-one-file/boot times (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/'
@@ -31,7 +37,10 @@ help:
 	@echo '  CONFIG=$(CONFIG)  fragment kconfigs/$$CONFIG.config'
 	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
 	@echo '  MUTANTS=$(MUTANTS)  directory of -p1 mutant patches for make mutate'
+	@echo '  CONSOLE=$(CONSOLE)  console log for make judge'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
+	@echo '  CPUHP_KUNIT_NOWAIT=1 (env) fail at once when another run holds the cache'
+	@echo '  CPUHP_KUNIT_DIRTY=1 (env) test a cached tree with local edits or commits'
 
 run:
 	$(PYTHON) tools/cpuhpk/run.py $(RUN_ARGS)
@@ -39,6 +48,10 @@ run:
 tools-test:
 	sh tools/typecheck.sh
 	$(PYTHON) -m unittest discover -s tools/tests -t tools
+
+judge:
+	@test -n '$(CONSOLE)' || { echo 'usage: make judge CONSOLE=<console log> [FILTER=..] [SMP=..] [CONFIG=..]' >&2; exit 2; }
+	$(PYTHON) tools/cpuhpk/run.py --judge '$(CONSOLE)' $(RUN_ARGS)
 
 run-debug:
 	$(MAKE) run CONFIG=debug
