@@ -8,9 +8,11 @@ TIMEOUT ?= 600
 PYTHON  ?= /usr/bin/python3
 MUTANTS ?= mutants
 CONSOLE ?=
+FIXES   ?= 0
+STRICT  ?= 0
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
-	   --timeout '$(TIMEOUT)'
+	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)'
 
 .PHONY: help run run-debug test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
@@ -38,6 +40,8 @@ help:
 	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
 	@echo '  MUTANTS=$(MUTANTS)  directory of -p1 mutant patches for make mutate'
 	@echo '  CONSOLE=$(CONSOLE)  console log for make judge'
+	@echo '  FIXES=$(FIXES)       1: apply our kernel fixes (src/fixes/series) -> out/$$KVER[-$$CONFIG]-fixes/'
+	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures) are red; run what wedges a CPU'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
 	@echo '  CPUHP_KUNIT_NOWAIT=1 (env) fail at once when another run holds the cache'
 	@echo '  CPUHP_KUNIT_DIRTY=1 (env) test a cached tree with local edits or commits'

@@ -33,7 +33,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import junit, ktap, tree, verdict  # noqa: E402
+from cpuhpk import junit, ktap, states, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -45,6 +45,9 @@ KERNEL_ARGS = ('panic=-1',)
 # Seconds kunit.py, make and QEMU get to end after SIGTERM before SIGKILL.
 GRACE = 10
 EXPECTED_SKIPS = REPO / 'kunit' / 'expected-skips'
+KNOWN_FAILURES = REPO / 'kunit' / 'known-failures'
+# STRICT=1 also runs what is known to wedge a CPU (kunit/cpuhp_sweep_kunit.c).
+STRICT_KERNEL_ARGS = ('cpuhp_kunit.sweep_wedging=1',)
 COMPILER_ERROR = re.compile(r': (?:fatal )?error: |undefined reference')
 BUILD_ERROR = re.compile(r': (?:fatal )?error: |^ERROR:|Error \d+$|undefined reference')
 
@@ -77,8 +80,9 @@ def signals_deferred() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def out_dir(kver: str, config: str) -> Path:
-    return REPO / 'out' / (kver if config == 'default' else f'{kver}-{config}')
+def out_dir(kver: str, config: str, fixes: bool = False) -> Path:
+    name = kver if config == 'default' else f'{kver}-{config}'
+    return REPO / 'out' / (f'{name}-fixes' if fixes else name)
 
 
 def fragment(config: str) -> Path:
@@ -89,15 +93,17 @@ def fragment(config: str) -> Path:
     return path
 
 
-def expectations(filter_glob: str, context: Dict[str, str]) -> verdict.Expectations:
+def expectations(filter_glob: str, context: Dict[str, str],
+                 strict: bool = False) -> verdict.Expectations:
     """What a run of the kunit/ suites with @filter_glob must show."""
     try:
         skips = verdict.read_expected_skips(EXPECTED_SKIPS)
+        known = verdict.read_known_failures(KNOWN_FAILURES)
     except ValueError as e:
         raise tree.PrepareError(f'kunit/{e}') from None
     return verdict.Expectations(
         cases=verdict.filtered(verdict.declared_cases(REPO / 'kunit'), filter_glob),
-        skips=skips, context=context)
+        skips=skips, known=known, strict=strict, context=context)
 
 
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
@@ -111,6 +117,8 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
     cmd += [f'--make_options={o}' for o in args.make_option]
     cmd.append(f'--qemu_config={args.qemu_config}' if args.qemu_config else '--arch=x86_64')
     cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
+    if args.strict:
+        cmd += [f'--kernel_args={a}' for a in STRICT_KERNEL_ARGS]
     if args.filter:
         cmd.append(args.filter)
     return cmd
@@ -213,13 +221,22 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
     elif kunit_log is not None and not (console_path.is_file() and console_path.stat().st_size):
         v.add(*build_problem(kunit_log, rc))
     elif rc not in (0, None) and v.ok:
-        if v.passed == 0 and v.skipped:
+        if v.known:
+            tree.log('kunit.py exits 1 for the known failures; the verdict follows '
+                     'kunit/known-failures')
+        elif v.passed == 0 and v.skipped:
             tree.log('every case was skipped: kunit.py exits 1 for that; the verdict follows '
                      'kunit/expected-skips')
         else:
             v.add('kunit.py', '', f'kunit.py exited {rc} although every case passed: '
                   'see kunit.log')
     write_outputs(out, root, v, exp.context)
+    if console_path.is_file() and console_path.stat().st_size:
+        c = exp.context
+        states.write(out, ktap.read_console(console_path).lines, root, v,
+                     f"CPU hotplug states: linux {c.get('version', c.get('kver', '?'))}, "
+                     f"CONFIG={c.get('config', '?')}, SMP={c.get('smp', '?')}"
+                     + (', FIXES=1' if c.get('fixes') == '1' else ''))
     return root, v
 
 
@@ -247,8 +264,10 @@ def amend_kunit_json(path: Path, v: verdict.Verdict) -> None:
     data.setdefault('name', 'KUnit Test Group')
     data.setdefault('sub_groups', [])
     data.setdefault('test_cases', [])
-    for p in v.problems:
+    for p in v.known + v.problems:
         status = 'ERROR' if p.category not in junit.FAILURE_CATEGORIES else 'FAIL'
+        if p in v.known:
+            status = 'SKIP'     # a finding in kunit/known-failures: not red
         if not p.name:
             name = f'cpuhp-kunit.{p.category}'
             if not any(c.get('name') == name for c in data['test_cases']):
@@ -266,7 +285,8 @@ def amend_kunit_json(path: Path, v: verdict.Verdict) -> None:
             sub = next((g for g in group['sub_groups'] if g.get('name') == parts[-1]), None)
             case = {'name': parts[-1]}
             (sub['test_cases'] if sub is not None else group['test_cases']).append(case)
-        if case.get('status') != 'ERROR':
+        if case.get('status') != 'ERROR' and not (status == 'SKIP' and 'status' in case
+                                                  and case['status'] != 'FAIL'):
             case['status'] = status
     path.write_text(json.dumps(data, indent=4) + '\n')
 
@@ -290,7 +310,11 @@ def summary(v: verdict.Verdict) -> List[str]:
         tag = 'expected' if s.expected else 'NOT EXPECTED'
         lines.append(f'cpuhp-kunit: skipped ({tag}) {s.name}: {s.reason or "(no reason)"}'
                      + (f' [{s.why}]' if s.why else ''))
+    lines += [f'cpuhp-kunit: known failure: [{p.category}] {p}' for p in v.known]
     lines += [f'cpuhp-kunit: FAIL: [{p.category}] {p}' for p in v.problems]
+    if v.known:
+        lines.append(f'cpuhp-kunit: {v.closing_counts()[3]} known failure(s) '
+                     '(kunit/known-failures; STRICT=1 makes them red)')
     lines.append('cpuhp-kunit: PASS' if v.ok else 'cpuhp-kunit: FAIL')
     lines.append(counts_line(v))
     return lines
@@ -298,7 +322,7 @@ def summary(v: verdict.Verdict) -> List[str]:
 
 def counts_line(v: verdict.Verdict) -> str:
     """'kunit: N passed, N failed, N skipped' (see Verdict.closing_counts)."""
-    passed, failed, skipped = v.closing_counts()
+    passed, failed, skipped, _ = v.closing_counts()
     return f'kunit: {passed} passed, {failed} failed, {skipped} skipped'
 
 
@@ -335,6 +359,11 @@ def parser() -> argparse.ArgumentParser:
                     '(default build-VERSION-CONFIG)')
     ap.add_argument('--judge', type=Path, metavar='CONSOLE',
                     help='judge this console log instead of building and booting')
+    ap.add_argument('--fixes', type=int, choices=(0, 1), default=0,
+                    help='1: apply src/fixes/series (our kernel fixes) on top of src/series')
+    ap.add_argument('--strict', type=int, choices=(0, 1), default=0,
+                    help='1: known failures (kunit/known-failures) are red, and what is '
+                    'known to wedge a CPU runs too')
     return ap
 
 
@@ -342,9 +371,9 @@ def judge_file(args: argparse.Namespace) -> int:
     """make judge: the verdict of a console log captured elsewhere."""
     out = args.out or REPO / 'out' / 'judge'
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
-               'filter': args.filter, 'console': str(args.judge)}
+               'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge)}
     try:
-        exp = expectations(args.filter, context)
+        exp = expectations(args.filter, context, bool(args.strict))
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     shutil.rmtree(out, ignore_errors=True)
@@ -383,9 +412,9 @@ def main(argv: Sequence[str]) -> int:
         parser().error('--smp must be at least 1')
     if args.judge is not None:
         return judge_file(args)
-    out = args.out or out_dir(args.kver, args.config)
+    out = args.out or out_dir(args.kver, args.config, bool(args.fixes))
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
-               'filter': args.filter}
+               'filter': args.filter, 'fixes': str(args.fixes), 'strict': str(args.strict)}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)
     try:
@@ -407,12 +436,12 @@ def main(argv: Sequence[str]) -> int:
 
 def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
     try:
-        exp = expectations(args.filter, context)
+        exp = expectations(args.filter, context, bool(args.strict))
         if exp.cases == {}:
             return fail_early(out, 'missing', f'FILTER={args.filter} matches no case of the '
                               'kunit/ suites', context)
         frag = fragment(args.config)
-        t = tree.prepare(args.kver, REPO)
+        t = tree.prepare(args.kver, REPO, bool(args.fixes))
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version

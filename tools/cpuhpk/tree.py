@@ -32,6 +32,7 @@ BUILD_PACKAGES = (
 PACKAGE_STAMP = 'cpuhp-kunit-package'
 SERIES_STAMP = 'cpuhp-kunit-series'
 INSTALLED_STAMP = 'cpuhp-kunit-installed'
+HEADS_STAMP = 'cpuhp-kunit-heads'      # fingerprint -> HEAD, of every series applied
 GIT_IDENTITY = ('-c', 'user.name=cpuhp-kunit', '-c', 'user.email=cpuhp-kunit@localhost')
 
 
@@ -305,14 +306,32 @@ def series_stamp(tree: Path) -> Tuple[str, str]:
     return fp, head.strip()
 
 
-def apply_series(tree: Path, version: str, src: Path) -> None:
-    """Reapply src/ on the baseline when the series changed."""
+def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> None:
+    """Reapply src/ on the baseline when the series changed.
+
+    With @fixes, src/fixes/series (our kernel fixes, kept apart from the
+    test series) goes on top; by default the distro's kernel is tested as
+    shipped.
+    """
     patches = series_files(src)
-    fp = fingerprint([src / 'series', *patches] if patches else [])
+    if fixes:
+        patches += series_files(src / 'fixes')
+    fp = fingerprint([src / 'series', *patches] if patches else [], 'fixes' if fixes else '')
     stamped, head = series_stamp(tree)
     if stamped == fp and head:
         return
     stamp(tree, SERIES_STAMP).unlink(missing_ok=True)
+    # Applied before (FIXES=1 and back): go to that commit, which rewrites
+    # only the files that differ, so make rebuilds only what they touch.
+    known = dict(ln.split(' ', 1) for ln in (read_stamp(tree, HEADS_STAMP) or '').splitlines()
+                 if ' ' in ln)
+    if fp in known and git(tree, 'cat-file', '-e', f'{known[fp]}^{{commit}}',
+                           check=False).returncode == 0:
+        git(tree, 'am', '--abort', check=False)
+        git(tree, 'reset', '-q', '--hard', known[fp])
+        log(f'switched to the series{" and src/fixes" if fixes else ""} applied before')
+        stamp(tree, SERIES_STAMP).write_text(f'{fp} {known[fp]}')
+        return
     git(tree, 'am', '--abort', check=False)
     git(tree, 'reset', '-q', '--hard', 'baseline')
     for p in patches:
@@ -322,9 +341,12 @@ def apply_series(tree: Path, version: str, src: Path) -> None:
             git(tree, 'reset', '-q', '--hard', 'baseline')
             reason = ' '.join((res.stderr or res.stdout).strip().splitlines()[:3])
             raise PrepareError(f'patch {p.name} does not apply to linux {version}: {reason}')
-    log(f'applied {len(patches)} patch(es) from src/series on linux {version}')
+    log(f'applied {len(patches)} patch(es) from src/series{" and src/fixes" if fixes else ""} '
+        f'on linux {version}')
     head = git(tree, 'rev-parse', 'HEAD').stdout.strip()
     stamp(tree, SERIES_STAMP).write_text(f'{fp} {head}')
+    known[fp] = head
+    stamp(tree, HEADS_STAMP).write_text(''.join(f'{k} {v}\n' for k, v in known.items()))
 
 
 def check_clean(tree: Path) -> None:
@@ -397,7 +419,7 @@ def install_kunit(tree: Path, kunit: Path) -> None:
     stamp(tree, INSTALLED_STAMP).write_text('\n'.join(sorted(entries.values())))
 
 
-def prepare(kver: str, repo: Path) -> Tree:
+def prepare(kver: str, repo: Path, fixes: bool = False) -> Tree:
     """Everything a run needs: packages, extracted tree, series, kunit files."""
     ensure_packages([source_package(kver), *BUILD_PACKAGES])
     package = installed_version(source_package(kver))
@@ -406,7 +428,7 @@ def prepare(kver: str, repo: Path) -> Tree:
     path = cache_root() / f'linux-{version}'
     if read_stamp(path, PACKAGE_STAMP) != package:
         extract(kver, package, path)
-    apply_series(path, version, repo / 'src')
+    apply_series(path, version, repo / 'src', fixes)
     check_clean(path)
     install_kunit(path, repo / 'kunit')
     return Tree(kver=kver, package=package, version=version, path=path)

@@ -59,9 +59,12 @@ class Verdict:
     skipped: int = 0
     crashed: int = 0
     missing: int = 0
-    tainted: int = 0    # passed, but a kernel report was printed while they ran
     problems: List[Problem] = dataclasses.field(default_factory=list)
     skips: List[Skip] = dataclasses.field(default_factory=list)
+    # Problems of cases listed in kunit/known-failures: findings, not red.
+    known: List[Problem] = dataclasses.field(default_factory=list)
+    # suite.case[.param] -> its KTAP status (pass, fail, skip, crashed, ...).
+    statuses: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -73,17 +76,20 @@ class Verdict:
 
     def counts(self) -> Dict[str, int]:
         return {'passed': self.passed, 'failed': self.failed, 'skipped': self.skipped,
-                'crashed': self.crashed, 'missing': self.missing, 'tainted': self.tainted}
+                'crashed': self.crashed, 'missing': self.missing}
 
-    def closing_counts(self) -> Tuple[int, int, int]:
-        """(passed, failed, skipped) as the closing line says them: whatever the
-        verdict holds against a case or the run counts as failed, so a red run
-        never closes on '0 failed'."""
-        unexpected = sum(not s.expected for s in self.skips)
-        run_level = sum(not p.name for p in self.problems)
-        failed = (self.failed + self.crashed + self.missing + self.tainted + unexpected
-                  + run_level)
-        return self.passed - self.tainted, failed, self.skipped - unexpected
+    def closing_counts(self) -> Tuple[int, int, int, int]:
+        """(passed, failed, skipped, known failures) as the closing line says them.
+
+        Every case the verdict holds something against counts as failed, once,
+        and so does every problem of the run as a whole: a red run never closes
+        on '0 failed', a green one always does.
+        """
+        bad = {p.name for p in self.problems if p.name}
+        known = {p.name for p in self.known} - bad
+        failed = len(bad) + sum(not p.name for p in self.problems)
+        ok = [s for n, s in self.statuses.items() if n not in bad and n not in known]
+        return ok.count('pass'), failed, ok.count('skip'), len(known)
 
     def to_json(self, context: Dict[str, str]) -> Dict[str, Any]:
         by_category: Dict[str, int] = {}
@@ -92,15 +98,19 @@ class Verdict:
         return {'verdict': 'pass' if self.ok else 'fail', 'context': context,
                 'counts': self.counts(), 'problems_by_category': by_category,
                 'problems': [dataclasses.asdict(p) for p in self.problems],
-                'skips': [dataclasses.asdict(s) for s in self.skips]}
+                'known_failures': [dataclasses.asdict(p) for p in self.known],
+                'skips': [dataclasses.asdict(s) for s in self.skips],
+                'statuses': self.statuses}
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> 'Verdict':
         counts = data.get('counts', {})
         return cls(**{k: int(counts.get(k, 0)) for k in
-                      ('passed', 'failed', 'skipped', 'crashed', 'missing', 'tainted')},
+                      ('passed', 'failed', 'skipped', 'crashed', 'missing')},
                    problems=[Problem(**p) for p in data.get('problems', [])],
-                   skips=[Skip(**s) for s in data.get('skips', [])])
+                   known=[Problem(**p) for p in data.get('known_failures', [])],
+                   skips=[Skip(**s) for s in data.get('skips', [])],
+                   statuses=dict(data.get('statuses', {})))
 
 
 def write_json(path: Path, v: Verdict, context: Dict[str, str]) -> None:
@@ -156,36 +166,67 @@ class ExpectedSkip:
     why: str
 
 
-def read_expected_skips(path: Path) -> List[ExpectedSkip]:
-    """kunit/expected-skips: '<case glob> | <when> | <reason> | <why>' per line."""
-    table: List[ExpectedSkip] = []
+WHEN_KEYS = ('kver', 'config', 'smp', 'fixes')
+
+
+def _read_table(path: Path, columns: Sequence[str]) -> List[List[str]]:
+    """Rows of a '|'-separated table of kunit/; '#' starts a comment line."""
+    rows: List[List[str]] = []
     if not path.is_file():
-        return table
+        return rows
     for n, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip() or line.lstrip().startswith('#'):
             continue
         fields = [f.strip() for f in line.split('|')]
-        if len(fields) != 4 or not all(fields):
-            raise ValueError(f'{path.name}:{n}: expected "<case glob> | <when> | <reason> | <why>"')
-        when: Dict[str, str] = {}
-        for cond in fields[1].split():
-            if cond == '*':
-                continue
-            key, sep, val = cond.partition('=')
-            if not sep or key not in ('kver', 'config', 'smp'):
-                raise ValueError(f'{path.name}:{n}: "when" takes kver=, config=, smp= or *')
-            when[key] = val
-        table.append(ExpectedSkip(fields[0], when, fields[2], fields[3]))
-    return table
+        if len(fields) != len(columns) or not all(fields):
+            raise ValueError(f'{path.name}:{n}: expected "' + ' | '.join(
+                f'<{c}>' for c in columns) + '"')
+        rows.append(fields + [f'{path.name}:{n}'])
+    return rows
+
+
+def _when(text: str, where: str) -> Dict[str, str]:
+    when: Dict[str, str] = {}
+    for cond in text.split():
+        if cond == '*':
+            continue
+        key, sep, val = cond.partition('=')
+        if not sep or key not in WHEN_KEYS:
+            raise ValueError(f'{where}: "when" takes ' + ', '.join(f'{k}=' for k in WHEN_KEYS)
+                             + ' or *')
+        when[key] = val
+    return when
+
+
+def _applies(case_glob: str, when: Dict[str, str], name: str, context: Dict[str, str]) -> bool:
+    return fnmatch.fnmatchcase(name, case_glob) and all(
+        fnmatch.fnmatchcase(context.get(k, ''), v) for k, v in when.items())
+
+
+def read_expected_skips(path: Path) -> List[ExpectedSkip]:
+    """kunit/expected-skips: '<case glob> | <when> | <reason> | <why>' per line."""
+    return [ExpectedSkip(case, _when(when, where), reason, why)
+            for case, when, reason, why, where in
+            _read_table(path, ('case glob', 'when', 'reason', 'why'))]
+
+
+@dataclasses.dataclass
+class KnownFailure:
+    case: str                   # glob over suite.case[.param]
+    when: Dict[str, str]
+    why: str                    # the finding, as README "Findings" tells it
+
+
+def read_known_failures(path: Path) -> List[KnownFailure]:
+    """kunit/known-failures: '<case glob> | <when> | <why>' per line."""
+    return [KnownFailure(case, _when(when, where), why)
+            for case, when, why, where in _read_table(path, ('case glob', 'when', 'why'))]
 
 
 def expected_skip(table: Sequence[ExpectedSkip], name: str, reason: str,
                   context: Dict[str, str]) -> Optional[ExpectedSkip]:
-    for e in table:
-        if fnmatch.fnmatchcase(name, e.case) and reason == e.reason and all(
-                fnmatch.fnmatchcase(context.get(k, ''), v) for k, v in e.when.items()):
-            return e
-    return None
+    return next((e for e in table if e.reason == reason and
+                 _applies(e.case, e.when, name, context)), None)
 
 
 @dataclasses.dataclass
@@ -193,6 +234,8 @@ class Expectations:
     """What a run asked for, and which of its skips are fine."""
     cases: Optional[Dict[str, List[str]]] = None    # None: not checked
     skips: Sequence[ExpectedSkip] = ()
+    known: Sequence[KnownFailure] = ()
+    strict: bool = False        # known failures are red too
     context: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -207,6 +250,7 @@ def judge_ktap(root: ktap.Test, exp: Expectations) -> Verdict:
     """Results, crashes, counts and skips of a parsed KTAP tree."""
     v = Verdict()
     for name, t in ktap.cases(root):
+        v.statuses[name] = t.status.value
         if t.status is ktap.Status.PASS:
             v.passed += 1
         elif t.status is ktap.Status.FAIL:
@@ -285,17 +329,34 @@ def judge_console(console: ktap.Console, exp: Expectations) -> Tuple[int, ktap.T
     start, lines = ktap.extract_at(console.lines)
     root = ktap.parse(lines)
     v = judge_ktap(root, exp)
-    passing = {n for n, t in ktap.cases(root) if t.status is ktap.Status.PASS}
-    tainted = set()
     for f in hygiene.check(console.lines):
         name = attribute(root, start, f)
-        if name in passing:
-            tainted.add(name)
         place = '' if name else f' ({where(root, start, f.lineno)})'
         v.add('kernel-log', name, f'{f.why}{place}: {f.line.strip()}',
               hygiene.context(console.lines, f.lineno))
-    v.tainted = len(tainted)
     if console.truncated:
         v.add('console', '', f'the console log is larger than {ktap.MAX_CONSOLE >> 20} MiB: '
               'only its beginning was judged')
+    apply_known(v, exp)
     return start, root, v
+
+
+KNOWN_CATEGORIES = ('failed', 'crashed', 'kernel-log')
+
+
+def apply_known(v: Verdict, exp: Expectations) -> None:
+    """Move the problems of known failures out of the way, unless strict.
+
+    A known failure is a finding about the kernel (README "Findings"): the
+    case stays and keeps failing, listed with why; STRICT=1 makes it red.
+    """
+    for p in list(v.problems):
+        if p.category not in KNOWN_CATEGORIES or not p.name:
+            continue
+        k = next((k for k in exp.known if _applies(k.case, k.when, p.name, exp.context)), None)
+        if k is None:
+            continue
+        p.message += f' [known failure: {k.why}]'
+        if not exp.strict:
+            v.problems.remove(p)
+            v.known.append(p)

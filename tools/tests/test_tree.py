@@ -104,6 +104,30 @@ class SeriesTest(unittest.TestCase):
         self.assertEqual((self.tree / 'a.c').read_text(), 'int a;\nint b;\n')
         tree.check_clean(self.tree)
 
+    def test_fixes_only_when_asked(self) -> None:
+        # A fix on top of the series, made the same way.
+        tree.apply_series(self.tree, '9.9', self.repo / 'src')
+        (self.tree / 'a.c').write_text('int a;\nint b;\nint fixed;\n')
+        tree.git(self.tree, 'commit', '-q', '-a', '-m', 'a: fix')
+        fix = tree.git(self.tree, 'format-patch', '-1', '--stdout').stdout
+        tree.git(self.tree, 'reset', '-q', '--hard', 'HEAD~1')
+        (self.repo / 'src' / 'fixes').mkdir()
+        (self.repo / 'src' / 'fixes' / '0001-a-fix.patch').write_text(fix)
+        (self.repo / 'src' / 'fixes' / 'series').write_text('0001-a-fix.patch\n')
+        with mock.patch('sys.stdout'):
+            tree.apply_series(self.tree, '9.9', self.repo / 'src')
+            self.assertEqual((self.tree / 'a.c').read_text(), 'int a;\nint b;\n')
+            tree.apply_series(self.tree, '9.9', self.repo / 'src', fixes=True)
+            self.assertEqual((self.tree / 'a.c').read_text(), 'int a;\nint b;\nint fixed;\n')
+            tree.check_clean(self.tree)
+            tree.apply_series(self.tree, '9.9', self.repo / 'src')
+            self.assertEqual((self.tree / 'a.c').read_text(), 'int a;\nint b;\n')
+            # Switching back and forth goes to the commits made before.
+            head = tree.git(self.tree, 'rev-parse', 'HEAD').stdout
+            tree.apply_series(self.tree, '9.9', self.repo / 'src', fixes=True)
+            tree.apply_series(self.tree, '9.9', self.repo / 'src')
+            self.assertEqual(tree.git(self.tree, 'rev-parse', 'HEAD').stdout, head)
+
     def test_series_names_a_missing_patch(self) -> None:
         (self.repo / 'src' / 'series').write_text('0002-missing.patch\n')
         with self.assertRaisesRegex(tree.PrepareError, '0002-missing.patch'):
