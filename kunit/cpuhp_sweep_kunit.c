@@ -101,15 +101,30 @@ static bool cpuhp_sweep_wedging;
 module_param_named(sweep_wedging, cpuhp_sweep_wedging, bool, 0444);
 MODULE_PARM_DESC(sweep_wedging, "cpuhp_sweep: also drive a CPU to targets known to wedge it");
 
-static bool cpuhp_sweep_wedges(const char *name)
+/*
+ * Failures that leave the machine unable to go on: a failure of cpu:bringup
+ * after cpu:kick_ap kicked the AP (parallel bring-up) is rolled back
+ * without the AP being told, and the next bring-up of that CPU hung.
+ */
+static const char *const cpuhp_sweep_wedging_up_failures[] = {
+	"cpu:bringup",
+};
+
+static bool cpuhp_sweep_listed(const char *name, const char *const *list, int len)
 {
 	int i;
 
-	for (i = 0; i < ARRAY_SIZE(cpuhp_sweep_wedging_targets); i++) {
-		if (!strcmp(name, cpuhp_sweep_wedging_targets[i]))
+	for (i = 0; i < len; i++) {
+		if (!strcmp(name, list[i]))
 			return true;
 	}
 	return false;
+}
+
+static bool cpuhp_sweep_wedges(const char *name)
+{
+	return cpuhp_sweep_listed(name, cpuhp_sweep_wedging_targets,
+				  ARRAY_SIZE(cpuhp_sweep_wedging_targets));
 }
 
 /* The section of @state, from the public layout of enum cpuhp_state. */
@@ -508,6 +523,10 @@ static int cpuhp_sweep_suite_init(struct kunit_suite *suite)
 			struct cpuhp_sweep_param p = { .dir = dir, .state = s };
 
 			p.skip = cpuhp_sweep_why_not(s, dir, &p.refused);
+			if (!p.skip && dir == CPUHP_SWEEP_UP && !cpuhp_sweep_wedging &&
+			    cpuhp_sweep_listed(sp->name, cpuhp_sweep_wedging_up_failures,
+					       ARRAY_SIZE(cpuhp_sweep_wedging_up_failures)))
+				p.skip = CPUHP_SWEEP_WEDGES;
 			cpuhp_sweep_rollbacks[cpuhp_sweep_nr_rollbacks++] = p;
 			/* A callback only in the other direction: armable, cannot fire. */
 			if (p.skip && !p.refused)
