@@ -56,6 +56,7 @@ BEGIN = 'cpuhp-kunit: gcov begin'
 BASE64_LINE = re.compile(r'^[A-Za-z0-9+/]+=*$')
 END = 'cpuhp-kunit: gcov end'
 THRESHOLDS = REPO / 'tools' / 'coverage-thresholds'
+SYSFS_TEST = REPO / 'kunit' / 'cpuhp_sysfs_test.sh'
 
 # debugfs reports a size of 0 for the .gcda files, so they are copied out
 # with cat before tar sees them. Kernel messages are kept off the console
@@ -77,10 +78,14 @@ echo "{END}"
 /bin/busybox reboot -f
 '''
 
-# After the KUnit suites: print the gcov data, power off.
+# After the KUnit suites: the user-space sysfs test (its KTAP joins the
+# run's), then print the gcov data, power off.
 INIT = '''#!/bin/busybox sh
-/bin/busybox mkdir -p /proc /sys /dbg /gcda
-/bin/busybox mount -t proc proc /proc
+/bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+sh /cpuhp_sysfs_test.sh
 ''' + DUMP_GCOV
 
 # The anchor: upstream's cpu-hotplug selftest instead of the suites.
@@ -405,12 +410,12 @@ def coverage(args: argparse.Namespace, out: Path) -> int:
         for stale in cache.rglob('*.gcda'):
             stale.unlink()
         initrd = make_initramfs(tree.cache_root() / f'initramfs-{t.version}' / 'suites.cpio',
-                                INIT)
+                                INIT, [('cpuhp_sysfs_test.sh', SYSFS_TEST)])
         qemu_config = initrd.with_name('x86_64_gcov.py')
         qemu_config.write_text(QEMU_CONFIG.format(initrd=str(initrd)))
         rc = run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
                        '--add-config', 'coverage', '--qemu-config', str(qemu_config),
-                       '--build-name', cache.name, '--out', str(out),
+                       '--build-name', cache.name, '--out', str(out), '--userspace',
                        '--make-option=CPUHP_KUNIT_GCOV=y'])
         gcda = extract_gcda(out / 'console.log', cache)
         tree.log(f'{len(gcda)} .gcda files from the guest')

@@ -170,7 +170,9 @@ def parse(lines: Sequence[str]) -> Test:
     def close_deeper(width: int, at: int, at_end: bool = False) -> None:
         while len(stack) > 1 and stack[-1].width > width:
             frame = stack.pop()
-            _flush_in_flight(frame, at, at_end)
+            # Only a suite's cases can be named after '# case: ...' lines;
+            # a parameter that crashed is named by its number.
+            _flush_in_flight(frame, at, at_end, by_diagnostics=len(stack) == 1)
             stack[-1].closed = frame.block
 
     def open_block(width: int, name: str, at: int) -> None:
@@ -244,7 +246,7 @@ def parse(lines: Sequence[str]) -> Test:
 CASE_DIAG = re.compile(r'^# ([A-Za-z0-9_]+): ')
 
 
-def _flush_in_flight(frame: _Frame, at: int, at_end: bool) -> None:
+def _flush_in_flight(frame: _Frame, at: int, at_end: bool, by_diagnostics: bool = False) -> None:
     """A block ends without the result its last output was leading up to.
 
     If more results were due (its plan says so, or, for a block without a
@@ -257,7 +259,7 @@ def _flush_in_flight(frame: _Frame, at: int, at_end: bool) -> None:
     if due and (frame.closed is not None or frame.diagnostics):
         test = frame.closed or Test(name='', first=frame.since)
         if not test.name:
-            named = (CASE_DIAG.match(d) for d in frame.diagnostics)
+            named = (CASE_DIAG.match(d) for d in frame.diagnostics if by_diagnostics)
             test.name = next((m.group(1) for m in named if m), f'#{len(block.subtests) + 1}')
         test.status = Status.CRASHED
         test.reason = 'the kernel output ended while it ran'

@@ -93,8 +93,8 @@ def fragment(config: str) -> Path:
     return path
 
 
-def expectations(filter_glob: str, context: Dict[str, str],
-                 strict: bool = False) -> verdict.Expectations:
+def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
+                 userspace: bool = False) -> verdict.Expectations:
     """What a run of the kunit/ suites with @filter_glob must show."""
     try:
         skips = verdict.read_expected_skips(EXPECTED_SKIPS)
@@ -102,7 +102,7 @@ def expectations(filter_glob: str, context: Dict[str, str],
     except ValueError as e:
         raise tree.PrepareError(f'kunit/{e}') from None
     return verdict.Expectations(
-        cases=verdict.filtered(verdict.declared_cases(REPO / 'kunit'), filter_glob),
+        cases=verdict.filtered(verdict.declared_cases(REPO / 'kunit', userspace), filter_glob),
         skips=skips, known=known, strict=strict, context=context)
 
 
@@ -359,6 +359,8 @@ def parser() -> argparse.ArgumentParser:
                     '(default build-VERSION-CONFIG)')
     ap.add_argument('--judge', type=Path, metavar='CONSOLE',
                     help='judge this console log instead of building and booting')
+    ap.add_argument('--userspace', action='store_true',
+                    help='the guest also runs kunit/*_test.sh (make coverage\'s initramfs)')
     ap.add_argument('--fixes', type=int, choices=(0, 1), default=0,
                     help='1: apply src/fixes/series (our kernel fixes) on top of src/series')
     ap.add_argument('--strict', type=int, choices=(0, 1), default=0,
@@ -373,7 +375,7 @@ def judge_file(args: argparse.Namespace) -> int:
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
                'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge)}
     try:
-        exp = expectations(args.filter, context, bool(args.strict))
+        exp = expectations(args.filter, context, bool(args.strict), args.userspace)
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     shutil.rmtree(out, ignore_errors=True)
@@ -436,7 +438,7 @@ def main(argv: Sequence[str]) -> int:
 
 def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
     try:
-        exp = expectations(args.filter, context, bool(args.strict))
+        exp = expectations(args.filter, context, bool(args.strict), args.userspace)
         if exp.cases == {}:
             return fail_early(out, 'missing', f'FILTER={args.filter} matches no case of the '
                               'kunit/ suites', context)

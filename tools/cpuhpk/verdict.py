@@ -131,9 +131,22 @@ SUITE_NAME = re.compile(r'\.name\s*=\s*"([^"]+)"')
 SUITE_CASES = re.compile(r'\.test_cases\s*=\s*(\w+)')
 
 
-def declared_cases(kunit_dir: Path) -> Dict[str, List[str]]:
-    """suite -> its cases, as the kunit/*_kunit.c sources declare them."""
+SH_SUITE = re.compile(r'^SUITE=(\w+)$', re.M)
+SH_CASES = re.compile(r'^CASES="([\w ]+)"$', re.M)
+
+
+def declared_cases(kunit_dir: Path, userspace: bool = False) -> Dict[str, List[str]]:
+    """suite -> its cases, as the kunit/*_kunit.c sources declare them.
+
+    With @userspace, also the user-space tests kunit/*_test.sh (SUITE= and
+    CASES= lines), which run from an initramfs after the KUnit suites.
+    """
     suites: Dict[str, List[str]] = {}
+    for sh in sorted(kunit_dir.glob('*_test.sh')) if userspace else []:
+        text = sh.read_text(errors='replace')
+        name, cases = SH_SUITE.search(text), SH_CASES.search(text)
+        if name and cases:
+            suites[name.group(1)] = cases.group(1).split()
     for src in sorted(kunit_dir.glob('*_kunit.c')):
         text = src.read_text(errors='replace')
         arrays = {m.group(1): CASE_ENTRY.findall(m.group(2)) for m in CASE_ARRAY.finditer(text)}

@@ -162,6 +162,12 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(statuses(ktap.parse(lines)),
                          {'old.a': ktap.Status.PASS, 'old.b': ktap.Status.FAIL})
 
+    def test_crashed_parameter_is_named_by_number(self) -> None:
+        lines = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..1',
+                 '        KTAP version 1', '        # Subtest: p', '        ok 1 a',
+                 '    # p: EXPECTATION FAILED at x.c:1', 'Kernel panic - not syncing: oops']
+        self.assertIn('s.p.#2', statuses(ktap.parse(lines)))
+
     def test_two_space_indentation(self) -> None:
         lines = ['KTAP version 1', '1..1', '  KTAP version 1', '  1..3', '  ok 1 case_1',
                  '  ok 2 case_2', '  ok 3 case_3', 'ok 1 suite']

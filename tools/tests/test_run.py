@@ -25,9 +25,9 @@ RECORDED_SUITES = ('cpuhp_install', 'cpuhp_rollback', 'timekeeping_crosststamp')
 real_expectations = run.expectations
 
 
-def recorded_expectations(filter_glob: str, context: Dict[str, str],
-                          strict: bool = False) -> verdict.Expectations:
-    exp = real_expectations(filter_glob, context, strict)
+def recorded_expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
+                          userspace: bool = False) -> verdict.Expectations:
+    exp = real_expectations(filter_glob, context, strict, userspace)
     if exp.cases is not None and not filter_glob:
         exp.cases = {s: c for s, c in exp.cases.items() if s in RECORDED_SUITES}
     return exp

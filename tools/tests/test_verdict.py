@@ -128,6 +128,12 @@ class FalsePassTest(unittest.TestCase):
                          {'cpuhp_install': 7, 'cpuhp_rollback': 9, 'cpuhp_sweep': 3,
                           'timekeeping_crosststamp': 6})
 
+    def test_userspace_tests_are_declared_too(self) -> None:
+        got = verdict.declared_cases(KUNIT, userspace=True)
+        self.assertEqual(got['cpuhp_sysfs'][:2], ['states_lists_the_table',
+                                                  'target_down_and_up'])
+        self.assertNotIn('cpuhp_sysfs', verdict.declared_cases(KUNIT))
+
     def test_ok_after_an_empty_parameter_block(self) -> None:
         lines = ['KTAP version 1', '1..1', '  # Subtest: suite', '  1..1',
                  '    # Subtest: case', '  ok 1 - case', 'ok 1 - suite']
