@@ -10,9 +10,11 @@
 # The harness reads SUITE and CASES below to know what must be reported.
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays"
 
 SYS=/sys/devices/system/cpu
+mkdir -p "${TMPDIR:=/tmp}"
+ERR=$TMPDIR/cpuhp_sysfs.err
 n=0
 failed=0
 
@@ -34,13 +36,13 @@ last_cpu() {
 # write FILE VALUE EXPECTED_ERROR: the write fails with that error text
 # (e.g. "Invalid argument"), or succeeds when EXPECTED_ERROR is empty.
 write() {
-	if echo "$2" 2>/tmp/err >"$1"; then
+	if echo "$2" 2>"$ERR" >"$1"; then
 		[ -z "$3" ] && return 0
 		echo "    # write of '$2' to $1 succeeded, wanted: $3"
 		return 1
 	fi
-	[ -n "$3" ] && grep -q "$3" /tmp/err && return 0
-	echo "    # write of '$2' to $1 failed: $(cat /tmp/err), wanted: ${3:-success}"
+	[ -n "$3" ] && grep -q "$3" "$ERR" && return 0
+	echo "    # write of '$2' to $1 failed: $(cat "$ERR"), wanted: ${3:-success}"
 	return 1
 }
 
@@ -67,15 +69,33 @@ states_lists_the_table() {
 	[ -n "$(state_nr sched:active)" ]
 }
 
+# Is CPU $1 in the online mask (/sys/devices/system/cpu/online)? 1 or 0.
+in_online_mask() {
+	for range in $(tr ',' ' ' <"$SYS/online"); do
+		lo=${range%-*} hi=${range#*-}
+		[ "$1" -ge "$lo" ] && [ "$1" -le "$hi" ] && { echo 1; return; }
+	done
+	echo 0
+}
+
 # cpuN driven to a PREPARE-section state and back, as the target file promises.
 target_down_and_up() {
 	cpu=$1 on=$(state_nr online) to=$(state_nr workqueue:prepare)
 	write "$SYS/cpu$cpu/hotplug/target" "$to" &&
 	expect "cpu$cpu state" "$(cat "$SYS/cpu$cpu/hotplug/state")" "$to" &&
-	expect "cpu$cpu online" "$(cat "$SYS/cpu$cpu/online")" 0 &&
+	expect "cpu$cpu in the online mask" "$(in_online_mask "$cpu")" 0 &&
 	write "$SYS/cpu$cpu/hotplug/target" "$on" &&
 	expect "cpu$cpu state" "$(cat "$SYS/cpu$cpu/hotplug/state")" "$on" &&
-	expect "cpu$cpu online" "$(cat "$SYS/cpu$cpu/online")" 1
+	expect "cpu$cpu in the online mask" "$(in_online_mask "$cpu")" 1
+}
+
+# cpuN/online says what the target file did (it reads the device's state).
+online_file_follows_target() {
+	cpu=$1 on=$(state_nr online)
+	write "$SYS/cpu$cpu/hotplug/target" "$(state_nr offline)" &&
+	expect "cpu$cpu/online after target offline" "$(cat "$SYS/cpu$cpu/online")" 0 &&
+	write "$SYS/cpu$cpu/hotplug/target" "$on" &&
+	expect "cpu$cpu/online after target online" "$(cat "$SYS/cpu$cpu/online")" 1
 }
 
 # A failure armed through fail makes the write of online fail and roll back.
@@ -122,10 +142,12 @@ boot_cpu_stays() {
 	expect "cpu0 state" "$(cat "$SYS/cpu0/hotplug/state")" "$(state_nr online)"
 }
 
-# Leave every CPU online and nothing armed, whatever happened.
+# Leave every CPU online and nothing armed, whatever happened: through the
+# target file too, since cpuN/online does not see what the target file did.
 restore() {
 	for d in "$SYS"/cpu[0-9]*; do
 		echo -1 >"$d/hotplug/fail" 2>/dev/null
+		state_nr online >"$d/hotplug/target" 2>/dev/null
 		[ -e "$d/online" ] && echo 1 >"$d/online" 2>/dev/null
 	done
 }
