@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run the cached tree's scripts/checkpatch.pl --strict on kunit/ sources and
-# src/ patches. Usage: tools/checkpatch.sh [KVER]
+# src/ and src/fixes/ patches. Usage: tools/checkpatch.sh [KVER]
 set -eu
 kver=${1:-6.12}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +21,7 @@ for f in "$repo"/kunit/*.c "$repo"/kunit/*.h; do
 	[ -e "$f" ] || continue
 	(cd "$tree" && PATH=/usr/bin:$PATH $cp -f "$f") || status=1
 done
-for p in "$repo"/src/*.patch; do
+for p in "$repo"/src/*.patch "$repo"/src/fixes/*.patch; do
 	[ -e "$p" ] || continue
 	(cd "$tree" && PATH=/usr/bin:$PATH $cp "$p") || status=1
 done
