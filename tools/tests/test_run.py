@@ -298,6 +298,22 @@ class StopTest(unittest.TestCase):
             self.assertIn('interrupted', [p.category for p in v.problems])
 
 
+class CommandTest(unittest.TestCase):
+    def command(self, *argv: str) -> List[str]:
+        args = run.parser().parse_args(list(argv))
+        t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/linux'))
+        return run.kunit_command(t, args, Path('/build'), Path('/out'))
+
+    def test_strict_runs_what_wedges(self) -> None:
+        self.assertNotIn('--kernel_args=cpuhp_kunit.sweep_wedging=1', self.command())
+        self.assertIn('--kernel_args=cpuhp_kunit.sweep_wedging=1',
+                      self.command('--strict', '1'))
+
+    def test_out_dir_of_fixes(self) -> None:
+        self.assertEqual(run.out_dir('6.12', 'debug', True).name, '6.12-debug-fixes')
+        self.assertEqual(run.out_dir('6.12', 'default').name, '6.12')
+
+
 class EarlyFailureTest(unittest.TestCase):
     def test_filter_matching_nothing_fails_before_building(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
