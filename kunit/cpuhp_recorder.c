@@ -68,23 +68,29 @@ static int cpuhp_rec_instance_id(struct hlist_node *node)
 	return container_of(node, struct cpuhp_rec_instance, node)->id;
 }
 
+/* The slot each generated set of callbacks records as, by token pasting. */
+enum { CPUHP_REC_SLOT0, CPUHP_REC_SLOT1, CPUHP_REC_SLOT2 };
+static_assert(CPUHP_REC_SLOT2 + 1 == CPUHP_REC_SLOTS);
+
 #define CPUHP_REC_CALLBACKS(n)							\
 static int cpuhp_rec_startup##n(unsigned int cpu)				\
 {										\
-	return cpuhp_rec_call(n, CPUHP_REC_ANY, CPUHP_REC_STARTUP, cpu);	\
+	return cpuhp_rec_call(CPUHP_REC_SLOT##n, CPUHP_REC_ANY,			\
+			      CPUHP_REC_STARTUP, cpu);				\
 }										\
 static int cpuhp_rec_teardown##n(unsigned int cpu)				\
 {										\
-	return cpuhp_rec_call(n, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN, cpu);	\
+	return cpuhp_rec_call(CPUHP_REC_SLOT##n, CPUHP_REC_ANY,			\
+			      CPUHP_REC_TEARDOWN, cpu);				\
 }										\
 static int cpuhp_rec_startup_multi##n(unsigned int cpu, struct hlist_node *node) \
 {										\
-	return cpuhp_rec_call(n, cpuhp_rec_instance_id(node),			\
+	return cpuhp_rec_call(CPUHP_REC_SLOT##n, cpuhp_rec_instance_id(node),	\
 			      CPUHP_REC_STARTUP, cpu);				\
 }										\
 static int cpuhp_rec_teardown_multi##n(unsigned int cpu, struct hlist_node *node) \
 {										\
-	return cpuhp_rec_call(n, cpuhp_rec_instance_id(node),			\
+	return cpuhp_rec_call(CPUHP_REC_SLOT##n, cpuhp_rec_instance_id(node),	\
 			      CPUHP_REC_TEARDOWN, cpu);				\
 }
 
@@ -400,6 +406,17 @@ void cpuhp_rec_expect_log(struct kunit *test, struct cpuhp_recorder *rec,
 		cpuhp_rec_dump(test, "expected", expected->calls, expected->len);
 		cpuhp_rec_dump(test, "recorded", got->calls, got->len);
 	}
+}
+
+/* @cpu's hotplug state and target are these (a CPU at rest has both equal). */
+void cpuhp_rec_expect_state(struct kunit *test, unsigned int cpu, enum cpuhp_state want_state,
+			    enum cpuhp_state want_target)
+{
+	enum cpuhp_state state, target;
+
+	cpuhp_kunit_cpu_state(cpu, &state, &target);
+	KUNIT_EXPECT_EQ_MSG(test, state, want_state, "CPU %u state", cpu);
+	KUNIT_EXPECT_EQ_MSG(test, target, want_target, "CPU %u target", cpu);
 }
 
 /*

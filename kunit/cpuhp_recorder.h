@@ -105,6 +105,8 @@ void cpuhp_rec_expect_log(struct kunit *test, struct cpuhp_recorder *rec,
 			  struct cpuhp_rec_log *expected);
 
 void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec, int slot);
+void cpuhp_rec_expect_state(struct kunit *test, unsigned int cpu, enum cpuhp_state want_state,
+			    enum cpuhp_state want_target);
 
 /* Which of the CPUs online at the start of the case. */
 enum cpuhp_rec_pick {

@@ -105,17 +105,6 @@ static void cpuhp_rollback_want_all(struct cpuhp_rollback *rb, enum cpuhp_rec_di
 		cpuhp_rollback_want(rb, dir == CPUHP_REC_STARTUP ? up[i] : down[i], dir, 0);
 }
 
-static void cpuhp_rollback_expect_state(struct kunit *test, unsigned int cpu,
-					enum cpuhp_state want_state,
-					enum cpuhp_state want_target)
-{
-	enum cpuhp_state state, target;
-
-	cpuhp_kunit_cpu_state(cpu, &state, &target);
-	KUNIT_EXPECT_EQ_MSG(test, state, want_state, "CPU %u state", cpu);
-	KUNIT_EXPECT_EQ_MSG(test, target, want_target, "CPU %u target", cpu);
-}
-
 /* N is fully online (state and target CPUHP_ONLINE) or fully offline. */
 static void cpuhp_rollback_expect_online(struct kunit *test, struct cpuhp_rollback *rb,
 					 bool online)
@@ -123,7 +112,7 @@ static void cpuhp_rollback_expect_online(struct kunit *test, struct cpuhp_rollba
 	enum cpuhp_state end = online ? CPUHP_ONLINE : CPUHP_OFFLINE;
 
 	KUNIT_EXPECT_EQ(test, cpu_online(rb->cpu), online);
-	cpuhp_rollback_expect_state(test, rb->cpu, end, end);
+	cpuhp_rec_expect_state(test, rb->cpu, end, end);
 }
 
 /* Every call logged saw cpuhp_tasks_frozen == @frozen; AP ones ran on their CPU. */
@@ -307,7 +296,7 @@ static void cpuhp_rollback_freeze_fails(struct kunit *test)
 	cpuhp_rollback_expect_calls(test, rb, true);
 	for_each_cpu(cpu, rb->rec->online) {
 		KUNIT_EXPECT_TRUE_MSG(test, cpu_online(cpu), "CPU %u", cpu);
-		cpuhp_rollback_expect_state(test, cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+		cpuhp_rec_expect_state(test, cpu, CPUHP_ONLINE, CPUHP_ONLINE);
 	}
 	cpuhp_rollback_expect_balanced(test, rb);
 }
@@ -470,12 +459,12 @@ static void cpuhp_rollback_partial_target(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(rb->cpu, m), 0);
 	cpuhp_rollback_want(rb, H, CPUHP_REC_TEARDOWN, 0);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_state(test, rb->cpu, m, m);
+	cpuhp_rec_expect_state(test, rb->cpu, m, m);
 
 	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_ONLINE), 0);
 	cpuhp_rollback_want(rb, H, CPUHP_REC_STARTUP, 0);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	cpuhp_rec_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
 
 	/* cpuhp_hp_states[] marks CPUHP_BRINGUP_CPU cant_stop. */
 	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_BRINGUP_CPU), -EINVAL);
@@ -485,7 +474,7 @@ static void cpuhp_rollback_partial_target(struct kunit *test)
 	KUNIT_ASSERT_NULL(test, cpuhp_kunit_step_name(unnamed));
 	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, unnamed), -EINVAL);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	cpuhp_rec_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
 }
 
 /*
@@ -508,7 +497,7 @@ static void cpuhp_rollback_cycles(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, slot, CPUHP_REC_TEARDOWN, rb->cpu,
 						      CPUHP_REC_ANY), CPUHP_ROLLBACK_CYCLES);
 	}
-	cpuhp_rollback_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	cpuhp_rec_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
 }
 
 static int cpuhp_rollback_suite_init(struct kunit_suite *suite)

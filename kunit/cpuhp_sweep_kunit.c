@@ -352,13 +352,10 @@ static void cpuhp_sweep_expect_walk(struct kunit *test, const struct cpuhp_sweep
 			    i < n ? cpuhp_sweep_table[got[i].state].name : "");
 }
 
+/* @cpu rests at @want, and cpu_online()/cpu_active() agree with it. */
 static void cpuhp_sweep_expect_state(struct kunit *test, unsigned int cpu, int want)
 {
-	enum cpuhp_state state, target;
-
-	cpuhp_kunit_cpu_state(cpu, &state, &target);
-	KUNIT_EXPECT_EQ_MSG(test, state, want, "CPU %u state", cpu);
-	KUNIT_EXPECT_EQ_MSG(test, target, want, "CPU %u target", cpu);
+	cpuhp_rec_expect_state(test, cpu, want, want);
 	KUNIT_EXPECT_EQ_MSG(test, cpu_online(cpu), want > CPUHP_BRINGUP_CPU, "CPU %u online",
 			    cpu);
 	if (want == CPUHP_ONLINE || want == CPUHP_OFFLINE)

@@ -42,7 +42,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import ktap, run, tree, verdict  # noqa: E402
+from cpuhpk import hygiene, ktap, run, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ('bash-static', 'busybox-static', 'cpio', 'lcov')
@@ -52,9 +52,8 @@ CORE_FUNCTIONS = re.compile(
     r'^(cpuhp_\w+|__cpuhp_\w+|_cpu_up|_cpu_down|undo_cpu_\w+|'
     r'get_device_system_crosststamp|adjust_historical_crosststamp|'
     r'timestamp_in_interval|convert_base_to_cs|convert_clock|scale64_check_overflow)$')
-BEGIN = 'cpuhp-kunit: gcov begin'
-BASE64_LINE = re.compile(r'^[A-Za-z0-9+/]+=*$')
-END = 'cpuhp-kunit: gcov end'
+# The gcov dump's markers and lines: the hygiene check knows them too.
+BEGIN, END, BASE64_LINE = hygiene.GCOV_BEGIN, hygiene.GCOV_END, hygiene.BASE64_LINE
 THRESHOLDS = REPO / 'tools' / 'coverage-thresholds'
 SYSFS_TEST = REPO / 'kunit' / 'cpuhp_sysfs_test.sh'
 

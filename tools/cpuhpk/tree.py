@@ -190,7 +190,7 @@ def known_to_apt(package: str) -> bool:
     res = subprocess.run(['apt-cache', 'policy', package], capture_output=True, text=True,
                          check=False)
     m = re.search(r'Candidate: (\S+)', res.stdout)
-    return bool(m) and m is not None and m.group(1) != '(none)'
+    return m is not None and m.group(1) != '(none)'
 
 
 def similar_sources() -> List[str]:

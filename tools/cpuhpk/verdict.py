@@ -254,9 +254,10 @@ class Expectations:
 
 # --- judging -----------------------------------------------------------------
 
-def _quote(lines: Sequence[str], limit: int = 40) -> str:
-    return '\n'.join(lines[:limit]) + (f'\n... ({len(lines) - limit} more lines)'
-                                       if len(lines) > limit else '')
+def _quote(t: ktap.Test, limit: int = 40) -> str:
+    """A test's diagnostics for a problem's detail, saying what was left out."""
+    more = max(len(t.diagnostics) - limit, 0) + t.cut
+    return '\n'.join(t.diagnostics[:limit]) + (f'\n... ({more} more lines)' if more else '')
 
 
 def judge_ktap(root: ktap.Test, exp: Expectations) -> Verdict:
@@ -269,10 +270,10 @@ def judge_ktap(root: ktap.Test, exp: Expectations) -> Verdict:
         elif t.status is ktap.Status.FAIL:
             v.failed += 1
             first = next((d for d in t.diagnostics if 'FAILED' in d), 'not ok')
-            v.add('failed', name, f'failed: {first.strip()}', _quote(t.diagnostics))
+            v.add('failed', name, f'failed: {first.strip()}', _quote(t))
         elif t.status is ktap.Status.CRASHED:
             v.crashed += 1
-            v.add('crashed', name, f'crashed: {t.reason}', _quote(t.diagnostics))
+            v.add('crashed', name, f'crashed: {t.reason}', _quote(t))
         elif t.status is ktap.Status.EMPTY:
             v.missing += 1
             v.add('missing', name, 'reported ok, but its parameter block holds no result')
@@ -288,7 +289,7 @@ def judge_ktap(root: ktap.Test, exp: Expectations) -> Verdict:
     for name, node in ktap.nodes(root):
         if node.status is ktap.Status.CRASHED:
             v.crashed += 1
-            v.add('crashed', name, f'no result line: {node.reason}', _quote(node.diagnostics))
+            v.add('crashed', name, f'no result line: {node.reason}', _quote(node))
         stats = next((m for m in map(ktap.STATS.match, node.diagnostics)
                       if m and m.group(1) == node.name), None)
         if stats and int(stats.group(5)) > len(node.subtests):

@@ -179,6 +179,10 @@ class ParseTest(unittest.TestCase):
         root = ktap.parse(lines)
         self.assertEqual(len(root.subtests[0].diagnostics), ktap.MAX_DIAGNOSTICS)
         self.assertEqual(root.subtests[0].cut, 50)
+        lines[-1] = 'not ok 1 s'
+        v = verdict.judge_ktap(ktap.parse(lines), verdict.Expectations())
+        self.assertTrue(v.problems[0].detail.endswith(f'({ktap.MAX_DIAGNOSTICS - 40 + 50} '
+                                                      'more lines)'))
 
 
 if __name__ == '__main__':

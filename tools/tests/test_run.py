@@ -13,26 +13,14 @@ import tempfile
 import time
 import unittest
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 from unittest import mock
 
 from cpuhpk import mutate, run, tree, verdict
+from tests.recorded import expectations as recorded_expectations
 
 DATA = Path(__file__).parent / 'data'
 junitparser: Any = importlib.import_module('junitparser')
-# The recorded consoles predate the cpuhp_sweep suite.
-RECORDED_SUITES = ('cpuhp_install', 'cpuhp_rollback', 'timekeeping_crosststamp')
-real_expectations = run.expectations
-
-
-def recorded_expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
-                          userspace: bool = False) -> verdict.Expectations:
-    exp = real_expectations(filter_glob, context, strict, userspace)
-    if exp.cases is not None and not filter_glob:
-        exp.cases = {s: c for s, c in exp.cases.items() if s in RECORDED_SUITES}
-    return exp
-
-
 def junit_bad(path: Path) -> int:
     """Failures plus errors in a junit.xml, read by junitparser."""
     xml = junitparser.JUnitXml.fromfile(str(path))
@@ -90,6 +78,27 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
         data = json.loads((self.out / 'verdict.json').read_text())
         self.assertEqual(data['problems_by_category'], {'kernel-log': 1})
+
+    def test_results_json_carries_the_verdict(self) -> None:
+        # kunit.py's own view: every case PASS (it knows nothing of kernel reports).
+        (self.out / 'results.json').write_text(json.dumps({
+            'name': 'KUnit Test Group', 'test_cases': [], 'sub_groups': [{
+                'name': 'cpuhp_rollback', 'sub_groups': [], 'test_cases': [
+                    {'name': 'cpuhp_rollback_freeze_fails', 'status': 'PASS'},
+                    {'name': 'cpuhp_rollback_cycles', 'status': 'PASS'}]}]}))
+        self.judge('crafted_warning_in_case.log', 1)
+        data = json.loads((self.out / 'results.json').read_text())
+        cases = {c['name']: c['status'] for c in data['sub_groups'][0]['test_cases']}
+        self.assertEqual(cases, {'cpuhp_rollback_freeze_fails': 'FAIL',
+                                 'cpuhp_rollback_cycles': 'PASS'})
+        # A run-level problem is an ERROR case of its own; a known failure is SKIP.
+        run.amend_kunit_json(self.out / 'results.json', verdict.Verdict(
+            problems=[verdict.Problem('timeout', '', 'hung')],
+            known=[verdict.Problem('failed', 'cpuhp_rollback.cpuhp_rollback_cycles', 'x')]))
+        data = json.loads((self.out / 'results.json').read_text())
+        self.assertIn({'name': 'cpuhp-kunit.timeout', 'status': 'ERROR'}, data['test_cases'])
+        cases = {c['name']: c['status'] for c in data['sub_groups'][0]['test_cases']}
+        self.assertEqual(cases['cpuhp_rollback_cycles'], 'PASS')
 
     def test_killed_by_the_outer_timer(self) -> None:
         v = self.judge('crafted_cut_after_param.log', None, killed_after=2760.4)

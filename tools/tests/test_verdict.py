@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from cpuhpk import junit, ktap, verdict
+from tests import recorded
 
 DATA = Path(__file__).parent / 'data'
 KUNIT = Path(__file__).resolve().parents[2] / 'kunit'
@@ -22,17 +23,9 @@ def console(name: str) -> ktap.Console:
     return ktap.read_console(DATA / name)
 
 
-# The recorded consoles predate the cpuhp_sweep suite.
-RECORDED_SUITES = ('cpuhp_install', 'cpuhp_rollback', 'timekeeping_crosststamp')
-
-
 def expectations(filter_glob: str = '', smp: str = '4') -> verdict.Expectations:
-    cases = verdict.filtered(verdict.declared_cases(KUNIT), filter_glob)
-    if filter_glob == '':
-        cases = {s: c for s, c in cases.items() if s in RECORDED_SUITES}
-    return verdict.Expectations(
-        cases=cases, skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
-        context={'kver': '6.12', 'config': 'default', 'smp': smp})
+    return recorded.expectations(filter_glob, {'kver': '6.12', 'config': 'default',
+                                               'smp': smp})
 
 
 def judge(lines: List[str], exp: Optional[verdict.Expectations] = None) -> verdict.Verdict:
