@@ -198,14 +198,14 @@ def _read_table(path: Path, columns: Sequence[str]) -> List[List[str]]:
     return rows
 
 
-def _when(text: str, where: str) -> Dict[str, str]:
+def _when(text: str, where: str, keys: Sequence[str] = WHEN_KEYS) -> Dict[str, str]:
     when: Dict[str, str] = {}
     for cond in text.split():
         if cond == '*':
             continue
         key, sep, val = cond.partition('=')
-        if not sep or key not in WHEN_KEYS:
-            raise ValueError(f'{where}: "when" takes ' + ', '.join(f'{k}=' for k in WHEN_KEYS)
+        if not sep or key not in keys:
+            raise ValueError(f'{where}: "when" takes ' + ', '.join(f'{k}=' for k in keys)
                              + ' or *')
         when[key] = val
     return when
@@ -228,12 +228,40 @@ class KnownFailure:
     case: str                   # glob over suite.case[.param]
     when: Dict[str, str]
     why: str                    # the finding, as README "Findings" tells it
+    # Glob over a line of the report's head (report= in the when column): the
+    # entry then covers only kernel reports whose head has such a line, so a
+    # race that may hit any of many cases is known by what the kernel said,
+    # not by where it happened to land.
+    report: str = ''
 
 
 def read_known_failures(path: Path) -> List[KnownFailure]:
     """kunit/known-failures: '<case glob> | <when> | <why>' per line."""
-    return [KnownFailure(case, _when(when, where), why)
-            for case, when, why, where in _read_table(path, ('case glob', 'when', 'why'))]
+    known = []
+    for case, text, why, where in _read_table(path, ('case glob', 'when', 'why')):
+        when = _when(text, where, WHEN_KEYS + ('report',))
+        report = when.pop('report', '')
+        known.append(KnownFailure(case, when, why, report))
+    return known
+
+
+def report_head(detail: str) -> List[str]:
+    """A kernel report's lines up to its call trace: what it is and who called."""
+    head: List[str] = []
+    for line in detail.splitlines():
+        head.append(line)
+        if 'Call Trace:' in line:
+            break
+    return head
+
+
+def _covers(k: KnownFailure, p: Problem, context: Dict[str, str]) -> bool:
+    if not _applies(k.case, k.when, p.name, context):
+        return False
+    if not k.report:
+        return True
+    return p.category == 'kernel-log' and any(
+        fnmatch.fnmatchcase(line, f'*{k.report}*') for line in report_head(p.detail))
 
 
 def expected_skip(table: Sequence[ExpectedSkip], name: str, reason: str,
@@ -367,7 +395,7 @@ def apply_known(v: Verdict, exp: Expectations) -> None:
     for p in list(v.problems):
         if p.category not in KNOWN_CATEGORIES or not p.name:
             continue
-        k = next((k for k in exp.known if _applies(k.case, k.when, p.name, exp.context)), None)
+        k = next((k for k in exp.known if _covers(k, p, exp.context)), None)
         if k is None:
             continue
         p.message += f' [known failure: {k.why}]'

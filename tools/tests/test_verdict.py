@@ -254,6 +254,55 @@ class KnownFailureTest(unittest.TestCase):
         self.assertTrue(verdict.read_known_failures(KUNIT / 'known-failures'))
 
 
+class KnownReportTest(unittest.TestCase):
+    """A known failure by report= covers that kernel report only, in any case it lists."""
+    # The report as upstream adcfb264c3ed quotes it, inside case b; CI hit it
+    # in cpuhp_sweep_target.down 152 block/mq:online on the debug kernel.
+    def lines(self, caller: str) -> List[str]:
+        return ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..2',
+                '    ok 1 a',
+                'BUG: using smp_processor_id() in preemptible [00000000] code: kworker/3:1/45',
+                f'caller is {caller}+0x235/0x5f0',
+                'CPU: 0 UID: 0 PID: 45 Comm: kworker/3:1 Tainted: G N 6.12.118 #1',
+                'Workqueue: mm_percpu_wq vmstat_update', 'Call Trace:', ' <TASK>',
+                ' dump_stack_lvl+0x8d/0xb0', ' check_preemption_disabled+0xce/0xe0',
+                f' {caller}+0x235/0x5f0', ' vmstat_update+0x17/0xa0', ' </TASK>',
+                '    ok 2 b', 'ok 1 s']
+
+    def exp(self, strict: bool = False) -> verdict.Expectations:
+        return verdict.Expectations(
+            known=[verdict.KnownFailure('s.*', {'config': 'debug'}, 'vmstat race',
+                                        report='caller is refresh_cpu_vm_stats+')],
+            strict=strict, context={'config': 'debug'})
+
+    def test_the_named_report_is_known(self) -> None:
+        v = verdict.judge_console(ktap.Console(lines=self.lines('refresh_cpu_vm_stats')),
+                                  self.exp())[2]
+        self.assertTrue(v.ok, v.problems)
+        self.assertEqual([(p.category, p.name) for p in v.known], [('kernel-log', 's.b')])
+
+    def test_another_report_in_the_same_case_is_red(self) -> None:
+        # Same BUG line, another caller: not the finding, so not covered,
+        # although the trace further down names refresh_cpu_vm_stats's caller.
+        v = verdict.judge_console(ktap.Console(lines=self.lines('drain_local_pages')),
+                                  self.exp())[2]
+        self.assertEqual([(p.category, p.name) for p in v.problems], [('kernel-log', 's.b')])
+
+    def test_a_failed_case_is_not_covered_by_a_report_entry(self) -> None:
+        lines = KnownFailureTest.LINES
+        v = verdict.judge_console(ktap.Console(lines=lines), self.exp())[2]
+        self.assertEqual([(p.category, p.name) for p in v.problems], [('failed', 's.a')])
+
+    def test_strict_makes_it_red(self) -> None:
+        v = verdict.judge_console(ktap.Console(lines=self.lines('refresh_cpu_vm_stats')),
+                                  self.exp(strict=True))[2]
+        self.assertFalse(v.ok)
+
+    def test_report_is_only_for_known_failures(self) -> None:
+        with self.assertRaises(ValueError):
+            verdict._when('report=x', 'expected-skips:1')
+
+
 class JunitTest(unittest.TestCase):
     def test_every_cause_is_red_in_junit(self) -> None:
         """No problem category leaves junit.xml without a failure or error."""
