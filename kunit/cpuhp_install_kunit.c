@@ -8,18 +8,22 @@
  *  - cpuhp_setup_state() calls the startup callback for every CPU at or
  *    above the state and, "if a callback fails, the code automatically does
  *    a rollback": the teardown runs on the CPUs whose startup succeeded, the
- *    error comes back and the state (a dynamic slot) is free again;
+ *    error comes back and the state (a dynamic slot) is free again; without
+ *    a teardown callback there is nothing to roll back and nothing runs;
  *  - cpuhp_remove_state() calls the teardown for every CPU at or above the
- *    state; the _nocalls variants call nothing;
+ *    state; the _nocalls variants, and a missing callback, call nothing;
  *  - CPUHP_AP_ONLINE_DYN and CPUHP_BP_PREPARE_DYN hand out slots from a range
  *    until it is full (-ENOSPC) and take them back on removal;
- *  - a CPU that is offline during the install gets the startup when it comes
- *    online and the teardown when it goes down;
+ *  - a CPU that is offline during the install, the rollback or the removal
+ *    is skipped; it gets the startup when it comes online and the teardown
+ *    when it goes down;
  *  - bad requests (a state outside CPUHP_OFFLINE..CPUHP_ONLINE, a fixed state
- *    in use, no name) are refused without changing anything;
+ *    in use, no name, an instance for a single-instance state) are refused
+ *    without changing anything;
  *  - multi-instance states: cpuhp_state_add_instance() rolls back the one
  *    instance that failed and leaves it off the list; the others are not
- *    touched.
+ *    touched; removing an instance tears that instance down; removing a
+ *    state with instances left warns and drops them.
  *
  * How it is observed: through the recorder (cpuhp_recorder.h), whose
  * callbacks log (cpu, slot, instance, direction, result) and can be armed to
@@ -40,6 +44,9 @@
 
 /* An error no part of the hotplug core returns by itself. */
 #define CPUHP_INSTALL_ERR	(-ENODATA)
+
+/* The instances of the multi-instance cases: A is added first, then B. */
+enum { A, B };
 
 struct cpuhp_install_param {
 	enum cpuhp_state range;		/* CPUHP_AP_ONLINE_DYN or CPUHP_BP_PREPARE_DYN */
@@ -64,25 +71,7 @@ static const struct cpuhp_install_param cpuhp_install_failures[] = {
 KUNIT_ARRAY_PARAM_DESC(cpuhp_install_ranges, cpuhp_install_ranges, desc);
 KUNIT_ARRAY_PARAM_DESC(cpuhp_install_failures, cpuhp_install_failures, desc);
 
-/* The last state of the dynamic range starting at @range. */
-static enum cpuhp_state cpuhp_install_range_end(enum cpuhp_state range)
-{
-	return range == CPUHP_AP_ONLINE_DYN ? CPUHP_AP_ONLINE_DYN_END :
-					      CPUHP_BP_PREPARE_DYN_END;
-}
-
-/* The slot a dynamic setup in @range hands out next: its first free one. */
-static int cpuhp_install_next_slot(enum cpuhp_state range)
-{
-	enum cpuhp_state state;
-
-	for (state = range; state <= cpuhp_install_range_end(range); state++)
-		if (!cpuhp_kunit_step_name(state))
-			return state;
-	return -ENOSPC;
-}
-
-/* @dir of @slot on every CPU of @cpus, in ascending order. */
+/* @dir of @slot (@instance of it) on every CPU of @cpus, in ascending order. */
 static void cpuhp_install_add_each(struct cpuhp_rec_log *log, const struct cpumask *cpus,
 				   int slot, int instance, enum cpuhp_rec_dir dir)
 {
@@ -106,12 +95,28 @@ static unsigned int cpuhp_install_place(const struct cpumask *cpus, unsigned int
 }
 
 /*
- * A failed install of slot 0 (@instance of it): the startup on each CPU of
- * @cpus up to @k, failing on @k, then the teardown on each CPU before @k,
- * ascending, as cpuhp_rollback_install() walks them.
+ * Make the startup of slot 0 (@instance of it) fail on @k, one of @cpus:
+ * the install walks @cpus in ascending order, so it is the n-th startup,
+ * n = k's place among them.
+ */
+static void cpuhp_install_arm(struct cpuhp_recorder *rec, const struct cpumask *cpus,
+			      unsigned int k, int instance)
+{
+	cpuhp_rec_arm(rec, &(struct cpuhp_rec_fault) {
+		.slot = 0, .dir = CPUHP_REC_STARTUP, .cpu = CPUHP_REC_ANY,
+		.instance = instance, .err = CPUHP_INSTALL_ERR,
+		.nth = cpuhp_install_place(cpus, k),
+	});
+}
+
+/*
+ * A failed install of slot 0 (@instance of it), installed with @flags: the
+ * startup on each CPU of @cpus up to @k, failing on @k, then, unless the
+ * state has no teardown (CPUHP_REC_NO_TEARDOWN), the teardown on each CPU
+ * before @k, ascending, as cpuhp_rollback_install() walks them.
  */
 static void cpuhp_install_want_rollback(struct cpuhp_rec_log *want, const struct cpumask *cpus,
-					unsigned int k, int instance)
+					unsigned int k, int instance, unsigned int flags)
 {
 	unsigned int cpu;
 
@@ -122,7 +127,7 @@ static void cpuhp_install_want_rollback(struct cpuhp_rec_log *want, const struct
 				  cpu == k ? CPUHP_INSTALL_ERR : 0);
 	}
 	for_each_cpu(cpu, cpus) {
-		if (cpu >= k)
+		if ((flags & CPUHP_REC_NO_TEARDOWN) || cpu >= k)
 			break;
 		cpuhp_rec_log_add(want, cpu, 0, instance, CPUHP_REC_TEARDOWN, 0);
 	}
@@ -140,55 +145,127 @@ static void cpuhp_install_startup_fails(struct kunit *test)
 	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
 	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
 	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
-	int slot = cpuhp_install_next_slot(p->range);
+	int slot = cpuhp_rec_free_state(p->range);
 
 	KUNIT_ASSERT_GT(test, slot, 0);
-	/*
-	 * Fail the n-th startup on any CPU, n = k's place among the online
-	 * CPUs: the setup walks them in ascending order, so that is k's.
-	 */
-	cpuhp_rec_arm(rec, &(struct cpuhp_rec_fault) {
-		.slot = 0, .dir = CPUHP_REC_STARTUP, .cpu = CPUHP_REC_ANY,
-		.instance = CPUHP_REC_ANY, .err = CPUHP_INSTALL_ERR,
-		.nth = cpuhp_install_place(rec->online, k),
-	});
+	cpuhp_install_arm(rec, rec->online, k, CPUHP_REC_ANY);
 
-	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, true, false), CPUHP_INSTALL_ERR);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_INVOKE),
+			CPUHP_INSTALL_ERR);
 
-	cpuhp_install_want_rollback(want, rec->online, k, CPUHP_REC_ANY);
+	cpuhp_install_want_rollback(want, rec->online, k, CPUHP_REC_ANY, CPUHP_REC_INVOKE);
 	cpuhp_rec_expect_log(test, rec, want);
 	if (p->range == CPUHP_AP_ONLINE_DYN)
 		cpuhp_rec_expect_on_cpu(test, rec, 0);
 
 	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(slot));
-	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 1, p->range, false, false), slot);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 1, p->range, CPUHP_REC_NOCALLS), slot);
 }
 
 /*
- * Startup succeeds everywhere: the allocated slot comes back, the startup ran
- * once per online CPU and no teardown; cpuhp_remove_state() runs the teardown
- * once per online CPU and frees the slot.
+ * The startup fails and the state has no teardown callback: the startups up
+ * to the failing CPU ran, nothing is rolled back, the error comes back and
+ * the slot is free again.
+ */
+static void cpuhp_install_startup_fails_no_teardown(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
+	int slot = cpuhp_rec_free_state(p->range);
+
+	KUNIT_ASSERT_GT(test, slot, 0);
+	cpuhp_install_arm(rec, rec->online, k, CPUHP_REC_ANY);
+
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range,
+					      CPUHP_REC_INVOKE | CPUHP_REC_NO_TEARDOWN),
+			CPUHP_INSTALL_ERR);
+
+	cpuhp_install_want_rollback(want, rec->online, k, CPUHP_REC_ANY, CPUHP_REC_NO_TEARDOWN);
+	cpuhp_rec_expect_log(test, rec, want);
+	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(slot));
+}
+
+/*
+ * Take the middle of the online CPUs offline (the recorder brings it back)
+ * and return the others; skips the case unless three CPUs are online.
+ */
+static struct cpumask *cpuhp_install_without_middle(struct kunit *test,
+						    struct cpuhp_recorder *rec,
+						    unsigned int *middle)
+{
+	struct cpumask *cpus;
+
+	if (cpumask_weight(rec->online) < 3)
+		kunit_skip(test, "needs three online CPUs");
+	*middle = cpuhp_rec_pick_cpu(rec, CPUHP_REC_MIDDLE);
+	cpus = kunit_kzalloc(test, cpumask_size(), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, cpus);
+	cpumask_copy(cpus, rec->online);
+	cpumask_clear_cpu(*middle, cpus);
+	KUNIT_ASSERT_EQ(test, remove_cpu(*middle), 0);
+	return cpus;
+}
+
+/*
+ * A CPU that is offline while the install fails on a later one is skipped by
+ * the startups and by the rollback: the teardown runs on the online CPUs
+ * before the failing one only.
+ */
+static void cpuhp_install_rollback_skips_offline_cpu(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+	unsigned int k = cpuhp_rec_pick_cpu(rec, CPUHP_REC_LAST), middle;
+	struct cpumask *cpus = cpuhp_install_without_middle(test, rec, &middle);
+
+	cpuhp_install_arm(rec, cpus, k, CPUHP_REC_ANY);
+
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_INVOKE),
+			CPUHP_INSTALL_ERR);
+
+	cpuhp_install_want_rollback(want, cpus, k, CPUHP_REC_ANY, CPUHP_REC_INVOKE);
+	cpuhp_rec_expect_log(test, rec, want);
+	KUNIT_EXPECT_EQ_MSG(test, cpuhp_rec_count(rec, 0, CPUHP_REC_STARTUP, middle, CPUHP_REC_ANY),
+			    0, "offline CPU %u", middle);
+}
+
+/*
+ * Startup succeeds everywhere: the first free slot of the range comes back,
+ * named, and the startup ran once per online CPU, ascending, and nothing else.
  */
 static void cpuhp_install_startup_succeeds(struct kunit *test)
 {
 	const struct cpuhp_install_param *p = test->param_value;
 	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
 	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
-	int slot = cpuhp_install_next_slot(p->range);
+	int slot = cpuhp_rec_free_state(p->range);
 
 	KUNIT_ASSERT_GT(test, slot, 0);
-	KUNIT_ASSERT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, true, false), slot);
+	KUNIT_ASSERT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_INVOKE), slot);
 	KUNIT_EXPECT_GE(test, slot, p->range);
-	KUNIT_EXPECT_LE(test, slot, cpuhp_install_range_end(p->range));
+	KUNIT_EXPECT_LE(test, slot, cpuhp_rec_range_end(p->range));
 	KUNIT_EXPECT_STREQ(test, cpuhp_kunit_step_name(slot), "cpuhp_kunit:slot0");
 	cpuhp_install_add_each(want, rec->online, 0, CPUHP_REC_ANY, CPUHP_REC_STARTUP);
 	cpuhp_rec_expect_log(test, rec, want);
 	if (p->range == CPUHP_AP_ONLINE_DYN)
 		cpuhp_rec_expect_on_cpu(test, rec, 0);
+}
 
-	cpuhp_rec_clear(rec);
-	want->len = 0;
-	cpuhp_rec_remove(rec, 0, true);
+/* cpuhp_remove_state() runs the teardown once per online CPU and frees the slot. */
+static void cpuhp_install_remove_runs_teardown(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+	int slot;
+
+	slot = cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_NOCALLS);
+	KUNIT_ASSERT_GT(test, slot, 0);
+
+	cpuhp_rec_remove(rec, 0, CPUHP_REC_INVOKE);
 	cpuhp_install_add_each(want, rec->online, 0, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN);
 	cpuhp_rec_expect_log(test, rec, want);
 	if (p->range == CPUHP_AP_ONLINE_DYN)
@@ -202,12 +279,42 @@ static void cpuhp_install_nocalls(struct kunit *test)
 	const struct cpuhp_install_param *p = test->param_value;
 	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
 	struct cpuhp_rec_log *none = cpuhp_rec_log_alloc(test);
-	int slot = cpuhp_install_next_slot(p->range);
+	int slot = cpuhp_rec_free_state(p->range);
 
 	KUNIT_ASSERT_GT(test, slot, 0);
-	KUNIT_ASSERT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, false, false), slot);
+	KUNIT_ASSERT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_NOCALLS), slot);
 	KUNIT_EXPECT_STREQ(test, cpuhp_kunit_step_name(slot), "cpuhp_kunit:slot0");
-	cpuhp_rec_remove(rec, 0, false);
+	cpuhp_rec_remove(rec, 0, CPUHP_REC_NOCALLS);
+	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(slot));
+	cpuhp_rec_expect_log(test, rec, none);
+}
+
+/* A state without a startup callback is installed, invoking nothing. */
+static void cpuhp_install_no_startup(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *none = cpuhp_rec_log_alloc(test);
+	int slot = cpuhp_rec_free_state(p->range);
+
+	KUNIT_ASSERT_GT(test, slot, 0);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range,
+					      CPUHP_REC_INVOKE | CPUHP_REC_NO_STARTUP), slot);
+	KUNIT_EXPECT_STREQ(test, cpuhp_kunit_step_name(slot), "cpuhp_kunit:slot0");
+	cpuhp_rec_expect_log(test, rec, none);
+}
+
+/* A state without a teardown callback is removed, invoking nothing. */
+static void cpuhp_install_remove_no_teardown(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *none = cpuhp_rec_log_alloc(test);
+	int slot;
+
+	slot = cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_NOCALLS | CPUHP_REC_NO_TEARDOWN);
+	KUNIT_ASSERT_GT(test, slot, 0);
+	cpuhp_rec_remove(rec, 0, CPUHP_REC_INVOKE);
 	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(slot));
 	cpuhp_rec_expect_log(test, rec, none);
 }
@@ -233,19 +340,35 @@ static void cpuhp_install_offline_cpu(struct kunit *test)
 	free_cpumask_var(others);
 
 	KUNIT_ASSERT_EQ(test, remove_cpu(n), 0);
-	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, 0, p->range, true, false), 0);
+	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_INVOKE), 0);
 	cpuhp_rec_expect_log(test, rec, want);
 
-	cpuhp_rec_clear(rec);
-	want->len = 0;
+	cpuhp_rec_next(rec, want);
 	KUNIT_ASSERT_EQ(test, add_cpu(n), 0);
 	cpuhp_rec_log_add(want, n, 0, CPUHP_REC_ANY, CPUHP_REC_STARTUP, 0);
 	cpuhp_rec_expect_log(test, rec, want);
 
-	cpuhp_rec_clear(rec);
-	want->len = 0;
+	cpuhp_rec_next(rec, want);
 	KUNIT_ASSERT_EQ(test, remove_cpu(n), 0);
 	cpuhp_rec_log_add(want, n, 0, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN, 0);
+	cpuhp_rec_expect_log(test, rec, want);
+}
+
+/* A CPU that is offline during the removal is skipped by the teardowns. */
+static void cpuhp_install_remove_skips_offline_cpu(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+	unsigned int middle;
+	struct cpumask *cpus;
+
+	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_NOCALLS), 0);
+	cpus = cpuhp_install_without_middle(test, rec, &middle);
+	cpuhp_rec_clear(rec);
+
+	cpuhp_rec_remove(rec, 0, CPUHP_REC_INVOKE);
+	cpuhp_install_add_each(want, cpus, 0, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN);
 	cpuhp_rec_expect_log(test, rec, want);
 }
 
@@ -317,11 +440,32 @@ static void cpuhp_install_bad_input(struct kunit *test)
 	if (p->no_name)
 		ret = cpuhp_setup_state(state, NULL, cpuhp_install_noop, NULL);
 	else
-		ret = cpuhp_rec_setup(rec, 0, state, true, false);
+		ret = cpuhp_rec_setup(rec, 0, state, CPUHP_REC_INVOKE);
 	KUNIT_EXPECT_EQ_MSG(test, ret, p->err, "state %d", state);
 
 	after = cpuhp_install_names(test);
 	KUNIT_EXPECT_MEMEQ(test, after, before, (CPUHP_ONLINE + 1) * sizeof(*before));
+	cpuhp_rec_expect_log(test, rec, none);
+}
+
+/*
+ * An instance for a single-instance state is refused with -EINVAL by both
+ * cpuhp_state_add_instance() and cpuhp_state_remove_instance(), calling
+ * nothing.
+ */
+static void cpuhp_install_instance_of_single_state(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *none = cpuhp_rec_log_alloc(test);
+	struct hlist_node node = {};
+	int state;
+
+	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_NOCALLS), 0);
+	state = cpuhp_rec_state(rec, 0);
+
+	KUNIT_EXPECT_EQ(test, cpuhp_state_add_instance(state, &node), -EINVAL);
+	KUNIT_EXPECT_EQ(test, cpuhp_state_remove_instance(state, &node), -EINVAL);
 	cpuhp_rec_expect_log(test, rec, none);
 }
 
@@ -340,17 +484,6 @@ static void cpuhp_install_unfill(void *data)
 		cpuhp_remove_state_nocalls(fill->states[--fill->n]);
 }
 
-/* Free slots of the dynamic range starting at @range. */
-static unsigned int cpuhp_install_free_slots(enum cpuhp_state range)
-{
-	enum cpuhp_state state;
-	unsigned int n = 0;
-
-	for (state = range; state <= cpuhp_install_range_end(range); state++)
-		n += !cpuhp_kunit_step_name(state);
-	return n;
-}
-
 /*
  * Filling the dynamic range: each free slot is handed out once, the next
  * setup gets -ENOSPC (with a warning, declared to the log-hygiene check),
@@ -359,7 +492,7 @@ static unsigned int cpuhp_install_free_slots(enum cpuhp_state range)
 static void cpuhp_install_dyn_range_full(struct kunit *test)
 {
 	const struct cpuhp_install_param *p = test->param_value;
-	unsigned int free = cpuhp_install_free_slots(p->range);
+	unsigned int free = cpuhp_rec_free_states(p->range);
 	struct cpuhp_install_fill *fill;
 	int ret;
 
@@ -373,9 +506,9 @@ static void cpuhp_install_dyn_range_full(struct kunit *test)
 		KUNIT_ASSERT_GT_MSG(test, ret, 0, "setup %u of %u", fill->n + 1, free);
 		fill->states[fill->n++] = ret;
 		KUNIT_EXPECT_GE(test, ret, p->range);
-		KUNIT_EXPECT_LE(test, ret, cpuhp_install_range_end(p->range));
+		KUNIT_EXPECT_LE(test, ret, cpuhp_rec_range_end(p->range));
 	}
-	KUNIT_EXPECT_EQ(test, cpuhp_install_free_slots(p->range), 0);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_free_states(p->range), 0);
 
 	cpuhp_rec_expect_report_begin("at kernel/cpu.c:");
 	ret = cpuhp_setup_state_nocalls(p->range, "cpuhp_kunit:fill", NULL, NULL);
@@ -385,68 +518,229 @@ static void cpuhp_install_dyn_range_full(struct kunit *test)
 		fill->states[fill->n++] = ret;
 
 	cpuhp_install_unfill(fill);
-	KUNIT_EXPECT_EQ(test, cpuhp_install_free_slots(p->range), free);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_free_states(p->range), free);
+}
+
+/* A multi-instance state in slot 0 with instance A added, the log empty. */
+static void cpuhp_install_multi_with_a(struct kunit *test, struct cpuhp_recorder *rec,
+				       enum cpuhp_state range, unsigned int flags)
+{
+	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, 0, range, CPUHP_REC_MULTI | flags), 0);
+	KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, 0, A, CPUHP_REC_INVOKE), 0);
+	cpuhp_rec_clear(rec);
 }
 
 /*
- * Multi-instance: an instance whose startup fails on CPU k is rolled back on
- * the CPUs before k only and is not on the list afterwards (hotplug does not
- * call it); the other instance is not touched. Removing an instance runs its
- * teardown on every online CPU; the _nocalls variants call nothing.
+ * An instance whose startup fails on CPU k: the error comes back, the
+ * instance is rolled back on the CPUs before k only, and instance A, added
+ * before, is not called at all.
  */
-static void cpuhp_install_multi_instance(struct kunit *test)
+static void cpuhp_install_multi_add_fails(struct kunit *test)
 {
 	const struct cpuhp_install_param *p = test->param_value;
 	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
 	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
 	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
+
+	cpuhp_install_multi_with_a(test, rec, p->range, 0);
+	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, k, B, CPUHP_INSTALL_ERR);
+
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, B, CPUHP_REC_INVOKE),
+			CPUHP_INSTALL_ERR);
+
+	cpuhp_install_want_rollback(want, rec->online, k, B, CPUHP_REC_MULTI);
+	cpuhp_rec_expect_log(test, rec, want);
+}
+
+/* As above without a teardown callback: nothing is rolled back. */
+static void cpuhp_install_multi_add_fails_no_teardown(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
+
+	cpuhp_install_multi_with_a(test, rec, p->range, CPUHP_REC_NO_TEARDOWN);
+	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, k, B, CPUHP_INSTALL_ERR);
+
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, B, CPUHP_REC_INVOKE),
+			CPUHP_INSTALL_ERR);
+
+	cpuhp_install_want_rollback(want, rec->online, k, B, CPUHP_REC_NO_TEARDOWN);
+	cpuhp_rec_expect_log(test, rec, want);
+}
+
+/*
+ * The instance whose add failed is not on the state's list: a CPU going down
+ * and up calls instance A only.
+ */
+static void cpuhp_install_multi_failed_instance_off_list(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
 	unsigned int n = cpuhp_rec_pick_cpu(rec, CPUHP_REC_LAST);
 
-	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, 0, p->range, true, true), 0);
-	KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, 0, 0, true), 0);
-	cpuhp_install_add_each(want, rec->online, 0, 0, CPUHP_REC_STARTUP);
-	cpuhp_rec_expect_log(test, rec, want);
-
+	if (n == cpuhp_rec_pick_cpu(rec, CPUHP_REC_FIRST))
+		kunit_skip(test, "needs two online CPUs");
+	cpuhp_install_multi_with_a(test, rec, p->range, 0);
+	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, n, B, CPUHP_INSTALL_ERR);
+	KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, 0, B, CPUHP_REC_INVOKE),
+			CPUHP_INSTALL_ERR);
 	cpuhp_rec_clear(rec);
-	want->len = 0;
-	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, k, 1, CPUHP_INSTALL_ERR);
-	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, 1, true), CPUHP_INSTALL_ERR);
-	cpuhp_install_want_rollback(want, rec->online, k, 1);
+
+	KUNIT_ASSERT_EQ(test, remove_cpu(n), 0);
+	KUNIT_ASSERT_EQ(test, add_cpu(n), 0);
+	cpuhp_rec_log_add(want, n, 0, A, CPUHP_REC_TEARDOWN, 0);
+	cpuhp_rec_log_add(want, n, 0, A, CPUHP_REC_STARTUP, 0);
 	cpuhp_rec_expect_log(test, rec, want);
+}
 
-	/* Off the list: a CPU going down and up calls instance 0 only. */
-	if (n != cpuhp_rec_pick_cpu(rec, CPUHP_REC_FIRST)) {
-		cpuhp_rec_clear(rec);
-		want->len = 0;
-		KUNIT_ASSERT_EQ(test, remove_cpu(n), 0);
-		KUNIT_ASSERT_EQ(test, add_cpu(n), 0);
-		cpuhp_rec_log_add(want, n, 0, 0, CPUHP_REC_TEARDOWN, 0);
-		cpuhp_rec_log_add(want, n, 0, 0, CPUHP_REC_STARTUP, 0);
-		cpuhp_rec_expect_log(test, rec, want);
-	}
+/* Adding an instance runs its startup on each online CPU, ascending, and no other. */
+static void cpuhp_install_multi_add_instance(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
 
+	cpuhp_install_multi_with_a(test, rec, p->range, 0);
+
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, B, CPUHP_REC_INVOKE), 0);
+	cpuhp_install_add_each(want, rec->online, 0, B, CPUHP_REC_STARTUP);
+	cpuhp_rec_expect_log(test, rec, want);
+}
+
+/* Removing an instance runs its teardown on each online CPU, ascending, and no other. */
+static void cpuhp_install_multi_remove_instance(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+
+	cpuhp_install_multi_with_a(test, rec, p->range, 0);
+	KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, 0, B, CPUHP_REC_NOCALLS), 0);
+
+	cpuhp_rec_remove_instance(rec, 0, A, CPUHP_REC_INVOKE);
+	cpuhp_install_add_each(want, rec->online, 0, A, CPUHP_REC_TEARDOWN);
+	cpuhp_rec_expect_log(test, rec, want);
+}
+
+struct cpuhp_install_multi_quiet {
+	enum cpuhp_state range;
+	unsigned int setup;		/* extra enum cpuhp_rec_flags for the state */
+	unsigned int calls;		/* CPUHP_REC_INVOKE or CPUHP_REC_NOCALLS */
+	const char *desc;
+};
+
+static const struct cpuhp_install_multi_quiet cpuhp_install_multi_quiet_params[] = {
+	{ CPUHP_AP_ONLINE_DYN, 0, CPUHP_REC_NOCALLS, "ap_online_dyn_nocalls" },
+	{ CPUHP_BP_PREPARE_DYN, 0, CPUHP_REC_NOCALLS, "bp_prepare_dyn_nocalls" },
+	{ CPUHP_AP_ONLINE_DYN, CPUHP_REC_NO_STARTUP | CPUHP_REC_NO_TEARDOWN, CPUHP_REC_INVOKE,
+	  "ap_online_dyn_no_callbacks" },
+	{ CPUHP_BP_PREPARE_DYN, CPUHP_REC_NO_STARTUP | CPUHP_REC_NO_TEARDOWN, CPUHP_REC_INVOKE,
+	  "bp_prepare_dyn_no_callbacks" },
+};
+
+KUNIT_ARRAY_PARAM_DESC(cpuhp_install_multi_quiet, cpuhp_install_multi_quiet_params, desc);
+
+/*
+ * The _nocalls instance functions and cpuhp_remove_multi_state() call
+ * nothing; a multi-instance state without startup or teardown callbacks
+ * calls nothing either, with or without _nocalls.
+ */
+static void cpuhp_install_multi_calls_nothing(struct kunit *test)
+{
+	const struct cpuhp_install_multi_quiet *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *none = cpuhp_rec_log_alloc(test);
+	int slot;
+
+	slot = cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_MULTI | p->setup);
+	KUNIT_ASSERT_GT(test, slot, 0);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, A, p->calls), 0);
+	cpuhp_rec_remove_instance(rec, 0, A, p->calls);
+	cpuhp_rec_remove(rec, 0, p->calls);
+	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(slot));
+	cpuhp_rec_expect_log(test, rec, none);
+}
+
+/*
+ * A CPU that is offline while an instance is added or removed is skipped: the
+ * startup and the teardown run on the online CPUs only.
+ */
+static void cpuhp_install_multi_skips_offline_cpu(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+	unsigned int middle;
+	struct cpumask *cpus;
+
+	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_MULTI), 0);
+	cpus = cpuhp_install_without_middle(test, rec, &middle);
 	cpuhp_rec_clear(rec);
-	want->len = 0;
-	cpuhp_rec_remove_instance(rec, 0, 0, true);
-	cpuhp_install_add_each(want, rec->online, 0, 0, CPUHP_REC_TEARDOWN);
-	cpuhp_rec_expect_log(test, rec, want);
 
-	cpuhp_rec_clear(rec);
-	want->len = 0;
-	KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, 0, 1, false), 0);
-	cpuhp_rec_remove_instance(rec, 0, 1, false);
-	cpuhp_rec_remove(rec, 0, true);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, A, CPUHP_REC_INVOKE), 0);
+	cpuhp_rec_remove_instance(rec, 0, A, CPUHP_REC_INVOKE);
+	cpuhp_install_add_each(want, cpus, 0, A, CPUHP_REC_STARTUP);
+	cpuhp_install_add_each(want, cpus, 0, A, CPUHP_REC_TEARDOWN);
 	cpuhp_rec_expect_log(test, rec, want);
+}
+
+/*
+ * Removing a multi-instance state that still has instances warns ("Removing
+ * state %d which has instances left", a WARN in kernel/cpu.c declared to the
+ * log-hygiene check), calls nothing and frees the state.
+ */
+static void cpuhp_install_multi_remove_with_instances(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *none = cpuhp_rec_log_alloc(test);
+	int state;
+
+	cpuhp_install_multi_with_a(test, rec, p->range, 0);
+	state = cpuhp_rec_state(rec, 0);
+
+	cpuhp_rec_expect_report_begin("at kernel/cpu.c:");
+	cpuhp_rec_remove(rec, 0, CPUHP_REC_INVOKE);
+	cpuhp_rec_expect_report_end();
+
+	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(state));
+	cpuhp_rec_expect_log(test, rec, none);
 }
 
 static struct kunit_case cpuhp_install_cases[] = {
 	KUNIT_CASE_PARAM(cpuhp_install_startup_fails, cpuhp_install_failures_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_startup_fails_no_teardown,
+			 cpuhp_install_failures_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_rollback_skips_offline_cpu,
+			 cpuhp_install_ranges_gen_params),
 	KUNIT_CASE_PARAM(cpuhp_install_startup_succeeds, cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_remove_runs_teardown, cpuhp_install_ranges_gen_params),
 	KUNIT_CASE_PARAM(cpuhp_install_nocalls, cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_no_startup, cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_remove_no_teardown, cpuhp_install_ranges_gen_params),
 	KUNIT_CASE_PARAM(cpuhp_install_offline_cpu, cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_remove_skips_offline_cpu,
+			 cpuhp_install_ranges_gen_params),
 	KUNIT_CASE_PARAM(cpuhp_install_bad_input, cpuhp_install_bad_inputs_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_instance_of_single_state,
+			 cpuhp_install_ranges_gen_params),
 	KUNIT_CASE_PARAM(cpuhp_install_dyn_range_full, cpuhp_install_ranges_gen_params),
-	KUNIT_CASE_PARAM(cpuhp_install_multi_instance, cpuhp_install_failures_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_multi_add_instance, cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_multi_add_fails, cpuhp_install_failures_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_multi_add_fails_no_teardown,
+			 cpuhp_install_failures_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_multi_failed_instance_off_list,
+			 cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_multi_remove_instance, cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_multi_calls_nothing,
+			 cpuhp_install_multi_quiet_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_multi_skips_offline_cpu,
+			 cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_multi_remove_with_instances,
+			 cpuhp_install_ranges_gen_params),
 	{}
 };
 

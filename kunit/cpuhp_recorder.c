@@ -63,11 +63,6 @@ static int cpuhp_rec_call(int slot, int instance, enum cpuhp_rec_dir dir, unsign
 	return ret;
 }
 
-static int cpuhp_rec_instance_id(struct hlist_node *node)
-{
-	return container_of(node, struct cpuhp_rec_instance, node)->id;
-}
-
 /* The slot each generated set of callbacks records as, by token pasting. */
 enum { CPUHP_REC_SLOT0, CPUHP_REC_SLOT1, CPUHP_REC_SLOT2 };
 static_assert(CPUHP_REC_SLOT2 + 1 == CPUHP_REC_SLOTS);
@@ -85,12 +80,12 @@ static int cpuhp_rec_teardown##n(unsigned int cpu)				\
 }										\
 static int cpuhp_rec_startup_multi##n(unsigned int cpu, struct hlist_node *node) \
 {										\
-	return cpuhp_rec_call(CPUHP_REC_SLOT##n, cpuhp_rec_instance_id(node),	\
+	return cpuhp_rec_call(CPUHP_REC_SLOT##n, cpuhp_rec_instance_of(node),	\
 			      CPUHP_REC_STARTUP, cpu);				\
 }										\
 static int cpuhp_rec_teardown_multi##n(unsigned int cpu, struct hlist_node *node) \
 {										\
-	return cpuhp_rec_call(CPUHP_REC_SLOT##n, cpuhp_rec_instance_id(node),	\
+	return cpuhp_rec_call(CPUHP_REC_SLOT##n, cpuhp_rec_instance_of(node),	\
 			      CPUHP_REC_TEARDOWN, cpu);				\
 }
 
@@ -137,10 +132,10 @@ static void cpuhp_rec_cleanup(void *data)
 
 		if (!s->installed)
 			continue;
-		for (i = 0; s->multi && i < CPUHP_REC_INSTANCES; i++)
+		for (i = 0; (s->flags & CPUHP_REC_MULTI) && i < CPUHP_REC_INSTANCES; i++)
 			if (rec->instances[i].added)
-				cpuhp_rec_remove_instance(rec, slot, i, false);
-		cpuhp_rec_remove(rec, slot, false);
+				cpuhp_rec_remove_instance(rec, slot, i, CPUHP_REC_NOCALLS);
+		cpuhp_rec_remove(rec, slot, CPUHP_REC_NOCALLS);
 	}
 	WRITE_ONCE(cpuhp_rec_current, NULL);
 }
@@ -205,59 +200,74 @@ struct cpuhp_recorder *cpuhp_rec_start(struct kunit *test)
  * @rec: the recorder
  * @slot: which of the case's states
  * @state: the state, or a dynamic range (CPUHP_AP_ONLINE_DYN, CPUHP_BP_PREPARE_DYN)
- * @invoke: cpuhp_setup_state() rather than cpuhp_setup_state_nocalls()
- * @multi: cpuhp_setup_state_multi(), which never invokes (@invoke is ignored)
+ * @flags: CPUHP_REC_INVOKE for cpuhp_setup_state() rather than its _nocalls
+ *	variant; CPUHP_REC_MULTI for cpuhp_setup_state_multi(), which never
+ *	invokes; CPUHP_REC_NO_STARTUP, CPUHP_REC_NO_TEARDOWN to leave that
+ *	callback NULL
  *
  * Return: what the setup function returned.
  */
 int cpuhp_rec_setup(struct cpuhp_recorder *rec, int slot, enum cpuhp_state state,
-		    bool invoke, bool multi)
+		    unsigned int flags)
 {
 	const struct cpuhp_rec_callbacks *cb = &cpuhp_rec_callbacks[slot];
 	struct cpuhp_rec_slot *s = &rec->slots[slot];
+	bool startup = !(flags & CPUHP_REC_NO_STARTUP);
+	bool teardown = !(flags & CPUHP_REC_NO_TEARDOWN);
 	int ret;
 
 	KUNIT_ASSERT_FALSE(rec->test, s->installed);
-	if (multi)
-		ret = cpuhp_setup_state_multi(state, cb->name, cb->startup_multi,
-					      cb->teardown_multi);
-	else if (invoke)
-		ret = cpuhp_setup_state(state, cb->name, cb->startup, cb->teardown);
+	if (flags & CPUHP_REC_MULTI)
+		ret = cpuhp_setup_state_multi(state, cb->name,
+					      startup ? cb->startup_multi : NULL,
+					      teardown ? cb->teardown_multi : NULL);
+	else if (flags & CPUHP_REC_INVOKE)
+		ret = cpuhp_setup_state(state, cb->name, startup ? cb->startup : NULL,
+					teardown ? cb->teardown : NULL);
 	else
-		ret = cpuhp_setup_state_nocalls(state, cb->name, cb->startup, cb->teardown);
+		ret = cpuhp_setup_state_nocalls(state, cb->name, startup ? cb->startup : NULL,
+						teardown ? cb->teardown : NULL);
 	if (ret < 0)
 		return ret;
 	s->state = ret > 0 ? ret : state;
 	s->installed = true;
-	s->multi = multi;
+	s->flags = flags;
 	return ret;
 }
 
-/* cpuhp_remove_state() (or its _nocalls or _multi form) of @slot. */
-void cpuhp_rec_remove(struct cpuhp_recorder *rec, int slot, bool invoke)
+/*
+ * cpuhp_remove_state() of @slot, or its _nocalls variant (@flags without
+ * CPUHP_REC_INVOKE); cpuhp_remove_multi_state() for a multi-instance slot.
+ */
+void cpuhp_rec_remove(struct cpuhp_recorder *rec, int slot, unsigned int flags)
 {
 	struct cpuhp_rec_slot *s = &rec->slots[slot];
+	int i;
 
 	KUNIT_ASSERT_TRUE(rec->test, s->installed);
-	if (s->multi)
+	if (s->flags & CPUHP_REC_MULTI) {
+		/* Instances left are dropped with the state (after a warning). */
 		cpuhp_remove_multi_state(s->state);
-	else if (invoke)
+		for (i = 0; i < CPUHP_REC_INSTANCES; i++)
+			rec->instances[i].added = false;
+	} else if (flags & CPUHP_REC_INVOKE)
 		cpuhp_remove_state(s->state);
 	else
 		cpuhp_remove_state_nocalls(s->state);
 	s->installed = false;
 }
 
-/* cpuhp_state_add_instance() (or _nocalls) of @instance to @slot's state. */
-int cpuhp_rec_add_instance(struct cpuhp_recorder *rec, int slot, int instance, bool invoke)
+/* cpuhp_state_add_instance() of @instance to @slot's state, or its _nocalls variant. */
+int cpuhp_rec_add_instance(struct cpuhp_recorder *rec, int slot, int instance,
+			   unsigned int flags)
 {
 	struct cpuhp_rec_instance *inst = &rec->instances[instance];
 	int state = rec->slots[slot].state;
 	int ret;
 
-	KUNIT_ASSERT_TRUE(rec->test, rec->slots[slot].installed && rec->slots[slot].multi);
+	KUNIT_ASSERT_TRUE(rec->test, rec->slots[slot].installed);
 	KUNIT_ASSERT_FALSE(rec->test, inst->added);
-	if (invoke)
+	if (flags & CPUHP_REC_INVOKE)
 		ret = cpuhp_state_add_instance(state, &inst->node);
 	else
 		ret = cpuhp_state_add_instance_nocalls(state, &inst->node);
@@ -265,19 +275,74 @@ int cpuhp_rec_add_instance(struct cpuhp_recorder *rec, int slot, int instance, b
 	return ret;
 }
 
-/* cpuhp_state_remove_instance() (or _nocalls) of @instance from @slot's state. */
+/* cpuhp_state_remove_instance() of @instance from @slot's state, or its _nocalls variant. */
 void cpuhp_rec_remove_instance(struct cpuhp_recorder *rec, int slot, int instance,
-			       bool invoke)
+			       unsigned int flags)
 {
 	struct cpuhp_rec_instance *inst = &rec->instances[instance];
 	int state = rec->slots[slot].state;
 
 	KUNIT_ASSERT_TRUE(rec->test, inst->added);
-	if (invoke)
+	if (flags & CPUHP_REC_INVOKE)
 		cpuhp_state_remove_instance(state, &inst->node);
 	else
 		cpuhp_state_remove_instance_nocalls(state, &inst->node);
 	inst->added = false;
+}
+
+/* The state @slot is installed at (the allocated one for a dynamic range). */
+int cpuhp_rec_state(struct cpuhp_recorder *rec, int slot)
+{
+	KUNIT_ASSERT_TRUE(rec->test, rec->slots[slot].installed);
+	return rec->slots[slot].state;
+}
+
+/* How many of the case's states are installed now. */
+unsigned int cpuhp_rec_installed(struct cpuhp_recorder *rec)
+{
+	unsigned int n = 0;
+	int slot;
+
+	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++)
+		n += rec->slots[slot].installed;
+	return n;
+}
+
+/* The instance a multi-instance callback or tracepoint was handed. */
+int cpuhp_rec_instance_of(struct hlist_node *node)
+{
+	return container_of(node, struct cpuhp_rec_instance, node)->id;
+}
+
+/* The last state of the dynamic range starting at @range. */
+enum cpuhp_state cpuhp_rec_range_end(enum cpuhp_state range)
+{
+	return range == CPUHP_AP_ONLINE_DYN ? CPUHP_AP_ONLINE_DYN_END : CPUHP_BP_PREPARE_DYN_END;
+}
+
+/*
+ * The state a dynamic setup in @range hands out next: its first unnamed one
+ * (cpuhp_reserve_state() walks the range upwards), or -ENOSPC.
+ */
+int cpuhp_rec_free_state(enum cpuhp_state range)
+{
+	enum cpuhp_state state;
+
+	for (state = range; state <= cpuhp_rec_range_end(range); state++)
+		if (!cpuhp_kunit_step_name(state))
+			return state;
+	return -ENOSPC;
+}
+
+/* How many states of the dynamic range starting at @range are unnamed. */
+unsigned int cpuhp_rec_free_states(enum cpuhp_state range)
+{
+	enum cpuhp_state state;
+	unsigned int n = 0;
+
+	for (state = range; state <= cpuhp_rec_range_end(range); state++)
+		n += !cpuhp_kunit_step_name(state);
+	return n;
 }
 
 void cpuhp_rec_arm(struct cpuhp_recorder *rec, const struct cpuhp_rec_fault *fault)
@@ -341,6 +406,13 @@ static void cpuhp_rec_dump(struct kunit *test, const char *what,
 		kunit_info(test, "  %2u: cpu %u slot %d instance %d %s ret %d\n", i,
 			   calls[i].cpu, calls[i].slot, calls[i].instance,
 			   cpuhp_rec_dir_name(calls[i].dir), calls[i].ret);
+}
+
+/* Start a new phase of the case: forget the calls logged and the ones expected. */
+void cpuhp_rec_next(struct cpuhp_recorder *rec, struct cpuhp_rec_log *expected)
+{
+	cpuhp_rec_clear(rec);
+	expected->len = 0;
 }
 
 /* An empty expected log; freed with the case. */

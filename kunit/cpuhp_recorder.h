@@ -9,6 +9,7 @@
 #define _CPUHP_RECORDER_H
 
 #include <kunit/test.h>
+#include <linux/bits.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/list.h>
@@ -57,7 +58,7 @@ struct cpuhp_rec_instance {
 struct cpuhp_rec_slot {
 	int state;		/* the installed state, valid while installed */
 	bool installed;
-	bool multi;
+	unsigned int flags;	/* enum cpuhp_rec_flags it was installed with */
 };
 
 struct cpuhp_recorder {
@@ -74,15 +75,35 @@ struct cpuhp_recorder {
 	cpumask_var_t online;	/* online when the case started */
 };
 
+/*
+ * How a state or instance is installed or removed: the plain call, which
+ * invokes the callbacks, or its _nocalls variant; as a multi-instance state;
+ * with the startup or the teardown callback left NULL.
+ */
+enum cpuhp_rec_flags {
+	CPUHP_REC_NOCALLS	= 0,
+	CPUHP_REC_INVOKE	= BIT(0),
+	CPUHP_REC_MULTI		= BIT(1),
+	CPUHP_REC_NO_STARTUP	= BIT(2),
+	CPUHP_REC_NO_TEARDOWN	= BIT(3),
+};
+
 struct cpuhp_recorder *cpuhp_rec_start(struct kunit *test);
 
 int cpuhp_rec_setup(struct cpuhp_recorder *rec, int slot, enum cpuhp_state state,
-		    bool invoke, bool multi);
-void cpuhp_rec_remove(struct cpuhp_recorder *rec, int slot, bool invoke);
+		    unsigned int flags);
+void cpuhp_rec_remove(struct cpuhp_recorder *rec, int slot, unsigned int flags);
 int cpuhp_rec_add_instance(struct cpuhp_recorder *rec, int slot, int instance,
-			   bool invoke);
+			   unsigned int flags);
 void cpuhp_rec_remove_instance(struct cpuhp_recorder *rec, int slot, int instance,
-			       bool invoke);
+			       unsigned int flags);
+int cpuhp_rec_state(struct cpuhp_recorder *rec, int slot);
+unsigned int cpuhp_rec_installed(struct cpuhp_recorder *rec);
+int cpuhp_rec_instance_of(struct hlist_node *node);
+
+enum cpuhp_state cpuhp_rec_range_end(enum cpuhp_state range);
+int cpuhp_rec_free_state(enum cpuhp_state range);
+unsigned int cpuhp_rec_free_states(enum cpuhp_state range);
 
 void cpuhp_rec_arm(struct cpuhp_recorder *rec, const struct cpuhp_rec_fault *fault);
 void cpuhp_rec_arm_once(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir dir,
@@ -98,6 +119,7 @@ struct cpuhp_rec_log {
 };
 
 struct cpuhp_rec_log *cpuhp_rec_log_alloc(struct kunit *test);
+void cpuhp_rec_next(struct cpuhp_recorder *rec, struct cpuhp_rec_log *expected);
 struct cpuhp_rec_log *cpuhp_rec_read(struct cpuhp_recorder *rec);
 void cpuhp_rec_log_add(struct cpuhp_rec_log *log, unsigned int cpu, int slot, int instance,
 		       enum cpuhp_rec_dir dir, int ret);

@@ -11,12 +11,19 @@
  *    down in reverse order, the failed one is not, the CPU ends offline;
  *  - a teardown that fails while a CPU goes down walks it forward again
  *    (undo_cpu_down): the CPU ends online with every state back up;
+ *  - a multi-instance state that fails for one instance while a CPU comes up
+ *    or goes down is undone for the instances before it first: in the AP
+ *    thread through st->last, on the control CPU inside
+ *    cpuhp_invoke_callback(); without the reverse callback nothing is undone;
  *  - cpuhp_tasks_frozen (090e77c391dd) tells the callbacks that they run for
  *    suspend/resume, and only then;
  *  - the cpuhp_enter/cpuhp_multi_enter/cpuhp_exit tracepoints (5ba9ac8e2c45)
- *    follow every callback with its result;
- *  - a CPU can be driven to, and back from, any named state that is not
- *    cant_stop, as the sysfs target file does (cff7d378d3fd);
+ *    follow every callback with its result, cpuhp_multi_enter with the
+ *    instance for a multi-instance state;
+ *  - a CPU can be driven to any named state that is not cant_stop and back,
+ *    as the sysfs target file does (cff7d378d3fd): from online down to an AP
+ *    or a PREPARE state, from offline up to either, running exactly the
+ *    callbacks between;
  *  - many down/up cycles, with the completion based waits of 8df3e07e7f21
  *    and e69aab13117e, stay balanced and quiet.
  *
@@ -27,9 +34,10 @@
  *
  * How it is observed: three recorder states on one CPU N (the last online
  * one, never the boot CPU): L at CPUHP_BP_PREPARE_DYN, run by the control
- * CPU, and M below H in CPUHP_AP_ONLINE_DYN, run by N's cpuhp thread; the
- * CPU's state and target through cpuhp_kunit_cpu_state(); and probes on the
- * cpuhp tracepoints, registered for the suite.
+ * CPU, and M below H in CPUHP_AP_ONLINE_DYN, run by N's cpuhp thread; in the
+ * multi-instance cases one of them has instances A and B; the CPU's state
+ * and target through cpuhp_kunit_cpu_state(); and probes on the cpuhp
+ * tracepoints, registered for the suite.
  */
 
 #include <kunit/test.h>
@@ -44,6 +52,17 @@
 /* The recorder slots of the three states, named as in the comment above. */
 enum { L, M, H };
 
+/*
+ * The instances of a multi-instance slot, added A first. The state's list
+ * is LIFO (hlist_add_head() in __cpuhp_state_add_instance_cpuslocked()), so
+ * hotplug calls B before A in both directions.
+ */
+enum { A, B };
+static const int cpuhp_rollback_list_order[] = { B, A };
+
+/* No slot of the case is multi-instance. */
+#define CPUHP_ROLLBACK_SINGLE	(-1)
+
 /* Errors no part of the hotplug core returns by itself. */
 #define CPUHP_ROLLBACK_UP_ERR	(-ENODATA)
 #define CPUHP_ROLLBACK_DOWN_ERR	(-ENOLINK)
@@ -55,29 +74,55 @@ struct cpuhp_rollback {
 	struct cpuhp_recorder *rec;
 	struct cpuhp_rec_log *want;
 	unsigned int cpu;		/* N */
+	int multi;			/* the multi-instance slot, or CPUHP_ROLLBACK_SINGLE */
 };
 
+/* The dynamic range each of L, M and H is installed in. */
+static enum cpuhp_state cpuhp_rollback_range(int slot)
+{
+	return slot == L ? CPUHP_BP_PREPARE_DYN : CPUHP_AP_ONLINE_DYN;
+}
+
 /*
- * Install L, M and H and pick N; the recorder removes them and brings N back
- * when the case ends. The log starts empty.
+ * Install L, M and H (@multi, unless CPUHP_ROLLBACK_SINGLE, as a
+ * multi-instance state with instances A and B and the extra @flags) and pick
+ * N; the recorder removes them and brings N back when the case ends. The log
+ * starts empty.
  */
-static struct cpuhp_rollback *cpuhp_rollback_start(struct kunit *test)
+static struct cpuhp_rollback *cpuhp_rollback_start_with(struct kunit *test, int multi,
+							unsigned int flags)
 {
 	struct cpuhp_rollback *rb = kunit_kzalloc(test, sizeof(*rb), GFP_KERNEL);
+	int slot;
 
 	KUNIT_ASSERT_NOT_NULL(test, rb);
 	rb->rec = cpuhp_rec_start(test);
 	rb->want = cpuhp_rec_log_alloc(test);
+	rb->multi = multi;
 	rb->cpu = cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_LAST);
 	if (rb->cpu == cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_FIRST))
 		kunit_skip(test, "needs two online CPUs");
 
-	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, L, CPUHP_BP_PREPARE_DYN, true, false), 0);
-	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, M, CPUHP_AP_ONLINE_DYN, true, false), 0);
-	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, H, CPUHP_AP_ONLINE_DYN, true, false), 0);
-	KUNIT_ASSERT_LT(test, rb->rec->slots[M].state, rb->rec->slots[H].state);
+	for (slot = L; slot <= H; slot++) {
+		if (slot != multi) {
+			KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, slot,
+							      cpuhp_rollback_range(slot),
+							      CPUHP_REC_INVOKE), 0);
+			continue;
+		}
+		KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, slot, cpuhp_rollback_range(slot),
+						      CPUHP_REC_MULTI | flags), 0);
+		KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rb->rec, slot, A, CPUHP_REC_INVOKE), 0);
+		KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rb->rec, slot, B, CPUHP_REC_INVOKE), 0);
+	}
+	KUNIT_ASSERT_LT(test, cpuhp_rec_state(rb->rec, M), cpuhp_rec_state(rb->rec, H));
 	cpuhp_rec_clear(rb->rec);
 	return rb;
+}
+
+static struct cpuhp_rollback *cpuhp_rollback_start(struct kunit *test)
+{
+	return cpuhp_rollback_start_with(test, CPUHP_ROLLBACK_SINGLE, 0);
 }
 
 /* Expect this slot/direction/result on N next. */
@@ -87,38 +132,68 @@ static void cpuhp_rollback_want(struct cpuhp_rollback *rb, int slot, enum cpuhp_
 	cpuhp_rec_log_add(rb->want, rb->cpu, slot, CPUHP_REC_ANY, dir, ret);
 }
 
+/* Expect this instance of the multi-instance slot on N next, with this result. */
+static void cpuhp_rollback_want_instance(struct cpuhp_rollback *rb, int slot, int instance,
+					 enum cpuhp_rec_dir dir, int ret)
+{
+	cpuhp_rec_log_add(rb->want, rb->cpu, slot, instance, dir, ret);
+}
+
+/* Expect @slot's callback in direction @dir on N: once, or per instance in list order. */
+static void cpuhp_rollback_want_slot(struct cpuhp_rollback *rb, int slot, enum cpuhp_rec_dir dir)
+{
+	int i;
+
+	if (slot != rb->multi) {
+		cpuhp_rollback_want(rb, slot, dir, 0);
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(cpuhp_rollback_list_order); i++)
+		cpuhp_rollback_want_instance(rb, slot, cpuhp_rollback_list_order[i], dir, 0);
+}
+
+/* Expect the slots @lo..@hi in direction @dir: ascending up, descending down. */
+static void cpuhp_rollback_want_range(struct cpuhp_rollback *rb, int lo, int hi,
+				      enum cpuhp_rec_dir dir)
+{
+	int i;
+
+	for (i = 0; i <= hi - lo; i++)
+		cpuhp_rollback_want_slot(rb, dir == CPUHP_REC_STARTUP ? lo + i : hi - i, dir);
+}
+
 /* Compare the log with what was wanted, then start both afresh. */
 static void cpuhp_rollback_check(struct kunit *test, struct cpuhp_rollback *rb)
 {
 	cpuhp_rec_expect_log(test, rb->rec, rb->want);
-	cpuhp_rec_clear(rb->rec);
-	rb->want->len = 0;
+	cpuhp_rec_next(rb->rec, rb->want);
 }
 
-/* A clean bringup (L, M, H up) or teardown (H, M, L down) of N. */
-static void cpuhp_rollback_want_all(struct cpuhp_rollback *rb, enum cpuhp_rec_dir dir)
+/* N is fully online: cpu_online(), state and target CPUHP_ONLINE. */
+static void cpuhp_rollback_expect_online(struct kunit *test, struct cpuhp_rollback *rb)
 {
-	static const int up[] = { L, M, H }, down[] = { H, M, L };
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(up); i++)
-		cpuhp_rollback_want(rb, dir == CPUHP_REC_STARTUP ? up[i] : down[i], dir, 0);
+	KUNIT_EXPECT_TRUE_MSG(test, cpu_online(rb->cpu), "CPU %u", rb->cpu);
+	cpuhp_rec_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
 }
 
-/* N is fully online (state and target CPUHP_ONLINE) or fully offline. */
-static void cpuhp_rollback_expect_online(struct kunit *test, struct cpuhp_rollback *rb,
-					 bool online)
+/* N is fully offline: not cpu_online(), state and target CPUHP_OFFLINE. */
+static void cpuhp_rollback_expect_offline(struct kunit *test, struct cpuhp_rollback *rb)
 {
-	enum cpuhp_state end = online ? CPUHP_ONLINE : CPUHP_OFFLINE;
-
-	KUNIT_EXPECT_EQ(test, cpu_online(rb->cpu), online);
-	cpuhp_rec_expect_state(test, rb->cpu, end, end);
+	KUNIT_EXPECT_FALSE_MSG(test, cpu_online(rb->cpu), "CPU %u", rb->cpu);
+	cpuhp_rec_expect_state(test, rb->cpu, CPUHP_OFFLINE, CPUHP_OFFLINE);
 }
 
-/* Every call logged saw cpuhp_tasks_frozen == @frozen; AP ones ran on their CPU. */
+/* What cpuhp_tasks_frozen the callbacks of an operation should see. */
+enum cpuhp_rollback_context {
+	CPUHP_ROLLBACK_HOTPLUG,		/* clear: ordinary hotplug */
+	CPUHP_ROLLBACK_SUSPEND,		/* set: freeze/thaw_secondary_cpus() */
+};
+
+/* Every call logged saw cpuhp_tasks_frozen as @context says; AP ones ran on their CPU. */
 static void cpuhp_rollback_expect_calls(struct kunit *test, struct cpuhp_rollback *rb,
-					bool frozen)
+					enum cpuhp_rollback_context context)
 {
+	bool frozen = context == CPUHP_ROLLBACK_SUSPEND;
 	struct cpuhp_rec_log *got = cpuhp_rec_read(rb->rec);
 	unsigned int i;
 
@@ -168,14 +243,14 @@ static void cpuhp_rollback_up_ap_fails(struct kunit *test)
 	cpuhp_rollback_want(rb, H, CPUHP_REC_STARTUP, CPUHP_ROLLBACK_UP_ERR);
 	cpuhp_rollback_want(rb, M, CPUHP_REC_TEARDOWN, 0);
 	cpuhp_rollback_want(rb, L, CPUHP_REC_TEARDOWN, 0);
-	cpuhp_rollback_expect_calls(test, rb, false);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_online(test, rb, false);
+	cpuhp_rollback_expect_offline(test, rb);
 
 	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
-	cpuhp_rollback_want_all(rb, CPUHP_REC_STARTUP);
+	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_online(test, rb, true);
+	cpuhp_rollback_expect_online(test, rb);
 }
 
 /*
@@ -193,7 +268,7 @@ static void cpuhp_rollback_up_bp_fails(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), CPUHP_ROLLBACK_UP_ERR);
 	cpuhp_rollback_want(rb, L, CPUHP_REC_STARTUP, CPUHP_ROLLBACK_UP_ERR);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_online(test, rb, false);
+	cpuhp_rollback_expect_offline(test, rb);
 }
 
 /*
@@ -209,14 +284,112 @@ static void cpuhp_rollback_down_fails(struct kunit *test)
 	cpuhp_rollback_want(rb, H, CPUHP_REC_TEARDOWN, 0);
 	cpuhp_rollback_want(rb, M, CPUHP_REC_TEARDOWN, CPUHP_ROLLBACK_DOWN_ERR);
 	cpuhp_rollback_want(rb, H, CPUHP_REC_STARTUP, 0);
-	cpuhp_rollback_expect_calls(test, rb, false);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_online(test, rb, true);
+	cpuhp_rollback_expect_online(test, rb);
 
 	KUNIT_ASSERT_EQ(test, remove_cpu(rb->cpu), 0);
-	cpuhp_rollback_want_all(rb, CPUHP_REC_TEARDOWN);
+	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_TEARDOWN);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_online(test, rb, false);
+	cpuhp_rollback_expect_offline(test, rb);
+}
+
+/*
+ * A multi-instance AP state (H) whose startup fails for its second instance
+ * while N comes up: the AP thread notes the instance in st->last, tears down
+ * the instance before it, then M and L; N ends offline.
+ */
+static void cpuhp_rollback_up_ap_multi_fails(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start_with(test, H, 0);
+
+	cpuhp_rollback_offline(test, rb);
+	cpuhp_rec_arm_once(rb->rec, H, CPUHP_REC_STARTUP, rb->cpu, A, CPUHP_ROLLBACK_UP_ERR);
+
+	KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), CPUHP_ROLLBACK_UP_ERR);
+	cpuhp_rollback_want(rb, L, CPUHP_REC_STARTUP, 0);
+	cpuhp_rollback_want(rb, M, CPUHP_REC_STARTUP, 0);
+	cpuhp_rollback_want_instance(rb, H, B, CPUHP_REC_STARTUP, 0);
+	cpuhp_rollback_want_instance(rb, H, A, CPUHP_REC_STARTUP, CPUHP_ROLLBACK_UP_ERR);
+	cpuhp_rollback_want_instance(rb, H, B, CPUHP_REC_TEARDOWN, 0);
+	cpuhp_rollback_want(rb, M, CPUHP_REC_TEARDOWN, 0);
+	cpuhp_rollback_want(rb, L, CPUHP_REC_TEARDOWN, 0);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_offline(test, rb);
+}
+
+/*
+ * A multi-instance AP state (H) whose teardown fails for its second instance
+ * while N goes down: the instance before it is brought up again, nothing
+ * below H was touched; N ends online.
+ */
+static void cpuhp_rollback_down_ap_multi_fails(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start_with(test, H, 0);
+
+	cpuhp_rec_arm_once(rb->rec, H, CPUHP_REC_TEARDOWN, rb->cpu, A, CPUHP_ROLLBACK_DOWN_ERR);
+
+	KUNIT_EXPECT_EQ(test, remove_cpu(rb->cpu), CPUHP_ROLLBACK_DOWN_ERR);
+	cpuhp_rollback_want_instance(rb, H, B, CPUHP_REC_TEARDOWN, 0);
+	cpuhp_rollback_want_instance(rb, H, A, CPUHP_REC_TEARDOWN, CPUHP_ROLLBACK_DOWN_ERR);
+	cpuhp_rollback_want_instance(rb, H, B, CPUHP_REC_STARTUP, 0);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_online(test, rb);
+}
+
+struct cpuhp_rollback_bp_multi {
+	unsigned int flags;		/* extra enum cpuhp_rec_flags for L */
+	const char *desc;
+};
+
+static const struct cpuhp_rollback_bp_multi cpuhp_rollback_bp_multi_params[] = {
+	{ 0, "with_teardown" },
+	{ CPUHP_REC_NO_TEARDOWN, "without_teardown" },
+};
+
+KUNIT_ARRAY_PARAM_DESC(cpuhp_rollback_bp_multi, cpuhp_rollback_bp_multi_params, desc);
+
+/*
+ * A multi-instance PREPARE state (L) whose startup fails for its second
+ * instance while N comes up: the control CPU tears down the instance before
+ * it inside cpuhp_invoke_callback(), if L has a teardown; nothing else runs,
+ * N stays offline.
+ */
+static void cpuhp_rollback_up_bp_multi_fails(struct kunit *test)
+{
+	const struct cpuhp_rollback_bp_multi *p = test->param_value;
+	struct cpuhp_rollback *rb = cpuhp_rollback_start_with(test, L, p->flags);
+
+	cpuhp_rollback_offline(test, rb);
+	cpuhp_rec_arm_once(rb->rec, L, CPUHP_REC_STARTUP, rb->cpu, A, CPUHP_ROLLBACK_UP_ERR);
+
+	KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), CPUHP_ROLLBACK_UP_ERR);
+	cpuhp_rollback_want_instance(rb, L, B, CPUHP_REC_STARTUP, 0);
+	cpuhp_rollback_want_instance(rb, L, A, CPUHP_REC_STARTUP, CPUHP_ROLLBACK_UP_ERR);
+	if (!(p->flags & CPUHP_REC_NO_TEARDOWN))
+		cpuhp_rollback_want_instance(rb, L, B, CPUHP_REC_TEARDOWN, 0);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_offline(test, rb);
+}
+
+/*
+ * cpuhp_tasks_frozen is clear for ordinary hotplug: a down/up of N ran each
+ * of the case's states once per direction, and every call saw it clear.
+ */
+static void cpuhp_rollback_frozen_clear_in_hotplug(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int states = cpuhp_rec_installed(rb->rec);
+
+	KUNIT_ASSERT_EQ(test, remove_cpu(rb->cpu), 0);
+	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN,
+					      rb->cpu, CPUHP_REC_ANY), states);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_STARTUP,
+					      rb->cpu, CPUHP_REC_ANY), states);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
 }
 
 #ifdef CONFIG_PM_SLEEP_SMP
@@ -246,31 +419,27 @@ static void cpuhp_rollback_expect_balanced(struct kunit *test, struct cpuhp_roll
 }
 
 /*
- * cpuhp_tasks_frozen: the suspend path (freeze_secondary_cpus(), then
- * thaw_secondary_cpus(), without suspending) runs every callback of every
- * secondary CPU with it set, in both directions; ordinary hotplug with it
- * clear. 6.12 leaves the global set after thaw until the next hotplug
- * operation, so only what callbacks saw is asserted.
+ * cpuhp_tasks_frozen is set for suspend/resume: the suspend path
+ * (freeze_secondary_cpus(), then thaw_secondary_cpus(), without
+ * suspending) runs every callback of every secondary CPU once per
+ * direction, all with it set. 6.12 leaves the global set after thaw until
+ * the next hotplug operation, so only what callbacks saw is asserted.
  */
-static void cpuhp_rollback_tasks_frozen(struct kunit *test)
+static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
 {
 	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
 	unsigned int secondaries = cpumask_weight(rb->rec->online) - 1;
+	unsigned int calls = cpuhp_rec_installed(rb->rec) * secondaries;
 	int ret;
-
-	KUNIT_ASSERT_EQ(test, remove_cpu(rb->cpu), 0);
-	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
-	cpuhp_rollback_expect_calls(test, rb, false);
-	cpuhp_rec_clear(rb->rec);
 
 	ret = freeze_secondary_cpus(0);
 	thaw_secondary_cpus();
 	KUNIT_ASSERT_EQ(test, ret, 0);
-	cpuhp_rollback_expect_calls(test, rb, true);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN,
-					      CPUHP_REC_ANY, CPUHP_REC_ANY), 3 * secondaries);
+					      CPUHP_REC_ANY, CPUHP_REC_ANY), calls);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_STARTUP,
-					      CPUHP_REC_ANY, CPUHP_REC_ANY), 3 * secondaries);
+					      CPUHP_REC_ANY, CPUHP_REC_ANY), calls);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_SUSPEND);
 	cpuhp_rollback_expect_balanced(test, rb);
 }
 
@@ -293,7 +462,7 @@ static void cpuhp_rollback_freeze_fails(struct kunit *test)
 	thaw_secondary_cpus();
 	KUNIT_EXPECT_EQ(test, ret, CPUHP_ROLLBACK_DOWN_ERR);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, M, CPUHP_REC_TEARDOWN, k, CPUHP_REC_ANY), 1);
-	cpuhp_rollback_expect_calls(test, rb, true);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_SUSPEND);
 	for_each_cpu(cpu, rb->rec->online) {
 		KUNIT_EXPECT_TRUE_MSG(test, cpu_online(cpu), "CPU %u", cpu);
 		cpuhp_rec_expect_state(test, cpu, CPUHP_ONLINE, CPUHP_ONLINE);
@@ -301,7 +470,7 @@ static void cpuhp_rollback_freeze_fails(struct kunit *test)
 	cpuhp_rollback_expect_balanced(test, rb);
 }
 #else
-static void cpuhp_rollback_tasks_frozen(struct kunit *test)
+static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
 {
 	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
 }
@@ -312,7 +481,11 @@ static void cpuhp_rollback_freeze_fails(struct kunit *test)
 }
 #endif
 
-/* What the cpuhp tracepoints reported, for N and the case's states. */
+/*
+ * What the cpuhp tracepoints reported, for N and the case's states: the
+ * enter events carry the instance cpuhp_multi_enter was handed, or
+ * CPUHP_REC_ANY for cpuhp_enter.
+ */
 struct cpuhp_rollback_trace {
 	spinlock_t lock;		/* probes run on any CPU */
 	unsigned int cpu;
@@ -326,7 +499,8 @@ static struct cpuhp_rollback_trace cpuhp_rollback_trace = {
 	.lock = __SPIN_LOCK_UNLOCKED(cpuhp_rollback_trace.lock),
 };
 
-static void cpuhp_rollback_trace_event(unsigned int cpu, int idx, bool enter, int ret)
+static void cpuhp_rollback_trace_event(unsigned int cpu, int idx, bool enter,
+				       struct hlist_node *node, int ret)
 {
 	struct cpuhp_rollback_trace *t = &cpuhp_rollback_trace;
 	unsigned long flags;
@@ -339,7 +513,10 @@ static void cpuhp_rollback_trace_event(unsigned int cpu, int idx, bool enter, in
 		if (t->states[slot] != idx || t->log->len >= CPUHP_REC_LOG_SIZE)
 			continue;
 		t->enter[t->log->len] = enter;
-		cpuhp_rec_log_add(t->log, cpu, slot, CPUHP_REC_ANY, CPUHP_REC_STARTUP, ret);
+		/* Only now: a node of another state is not one of ours. */
+		cpuhp_rec_log_add(t->log, cpu, slot,
+				  node ? cpuhp_rec_instance_of(node) : CPUHP_REC_ANY,
+				  CPUHP_REC_STARTUP, ret);
 		break;
 	}
 out:
@@ -349,7 +526,7 @@ out:
 static void cpuhp_rollback_probe_enter(void *data, unsigned int cpu, int target, int idx,
 				       int (*fun)(unsigned int))
 {
-	cpuhp_rollback_trace_event(cpu, idx, true, 0);
+	cpuhp_rollback_trace_event(cpu, idx, true, NULL, 0);
 }
 
 static void cpuhp_rollback_probe_multi_enter(void *data, unsigned int cpu, int target,
@@ -357,12 +534,12 @@ static void cpuhp_rollback_probe_multi_enter(void *data, unsigned int cpu, int t
 								 struct hlist_node *),
 					     struct hlist_node *node)
 {
-	cpuhp_rollback_trace_event(cpu, idx, true, 0);
+	cpuhp_rollback_trace_event(cpu, idx, true, node, 0);
 }
 
 static void cpuhp_rollback_probe_exit(void *data, unsigned int cpu, int state, int idx, int ret)
 {
-	cpuhp_rollback_trace_event(cpu, idx, false, ret);
+	cpuhp_rollback_trace_event(cpu, idx, false, NULL, ret);
 }
 
 static void cpuhp_rollback_trace_stop(void *data)
@@ -375,16 +552,18 @@ static void cpuhp_rollback_trace_stop(void *data)
 static void cpuhp_rollback_trace_start(struct kunit *test, struct cpuhp_rollback *rb)
 {
 	struct cpuhp_rollback_trace *t = &cpuhp_rollback_trace;
+	int states[CPUHP_REC_SLOTS];
 	struct cpuhp_rec_log *log;
 	int slot;
 
 	if (!IS_ENABLED(CONFIG_TRACEPOINTS))
 		kunit_skip(test, "needs CONFIG_TRACEPOINTS");
 	log = cpuhp_rec_log_alloc(test);
+	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++)
+		states[slot] = cpuhp_rec_state(rb->rec, slot);
 	spin_lock_irq(&t->lock);
 	t->cpu = rb->cpu;
-	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++)
-		t->states[slot] = rb->rec->slots[slot].state;
+	memcpy(t->states, states, sizeof(states));
 	t->log = log;
 	t->active = true;
 	spin_unlock_irq(&t->lock);
@@ -393,7 +572,9 @@ static void cpuhp_rollback_trace_start(struct kunit *test, struct cpuhp_rollback
 
 /*
  * The tracepoints saw an enter/exit pair per logged callback, in the order
- * of the recorder's log, each exit with the callback's result.
+ * of the recorder's log, each exit with the callback's result; the enter of
+ * a multi-instance callback came through cpuhp_multi_enter with its
+ * instance, the others through cpuhp_enter.
  */
 static void cpuhp_rollback_trace_expect(struct kunit *test, struct cpuhp_rollback *rb)
 {
@@ -403,6 +584,7 @@ static void cpuhp_rollback_trace_expect(struct kunit *test, struct cpuhp_rollbac
 
 	cpuhp_rollback_trace_stop(NULL);
 	n = t->log->len;
+	KUNIT_ASSERT_GT(test, got->len, 0);
 	KUNIT_ASSERT_EQ_MSG(test, n, 2 * got->len, "trace events for %u callbacks", got->len);
 	for (i = 0; i < got->len; i++) {
 		const struct cpuhp_rec_call *enter = &t->log->calls[2 * i];
@@ -411,6 +593,8 @@ static void cpuhp_rollback_trace_expect(struct kunit *test, struct cpuhp_rollbac
 		KUNIT_EXPECT_TRUE_MSG(test, t->enter[2 * i], "event %u is an enter", 2 * i);
 		KUNIT_EXPECT_FALSE_MSG(test, t->enter[2 * i + 1], "event %u is an exit", 2 * i + 1);
 		KUNIT_EXPECT_EQ_MSG(test, enter->slot, got->calls[i].slot, "call %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, enter->instance, got->calls[i].instance,
+				    "call %u: the instance the enter tracepoint was handed", i);
 		KUNIT_EXPECT_EQ_MSG(test, exit->slot, got->calls[i].slot, "call %u", i);
 		KUNIT_EXPECT_EQ_MSG(test, exit->ret, got->calls[i].ret, "call %u", i);
 	}
@@ -442,39 +626,99 @@ static void cpuhp_rollback_trace_down(struct kunit *test)
 }
 
 /*
- * Partial targets: driven to M's state, N runs H's teardown only and rests
- * there; driven back to CPUHP_ONLINE it runs H's startup only. A cant_stop
- * state or an unnamed one is refused with -EINVAL and changes nothing.
+ * The tracepoints follow the multi-instance walk of
+ * cpuhp_rollback_up_ap_multi_fails, cpuhp_multi_enter for each instance.
+ */
+static void cpuhp_rollback_trace_multi(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start_with(test, H, 0);
+
+	cpuhp_rollback_offline(test, rb);
+	cpuhp_rollback_trace_start(test, rb);
+	cpuhp_rec_arm_once(rb->rec, H, CPUHP_REC_STARTUP, rb->cpu, A, CPUHP_ROLLBACK_UP_ERR);
+	KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), CPUHP_ROLLBACK_UP_ERR);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, H, CPUHP_REC_STARTUP, rb->cpu, A), 1);
+	cpuhp_rollback_trace_expect(test, rb);
+}
+
+struct cpuhp_rollback_target {
+	bool from_online;	/* N starts online, else offline */
+	int slot;		/* N is driven to this slot's state */
+	const char *desc;
+};
+
+static const struct cpuhp_rollback_target cpuhp_rollback_targets[] = {
+	{ true, M, "online_down_to_ap_state" },
+	{ true, L, "online_down_to_prepare_state" },
+	{ false, M, "offline_up_to_ap_state" },
+	{ false, L, "offline_up_to_prepare_state" },
+};
+
+KUNIT_ARRAY_PARAM_DESC(cpuhp_rollback_target, cpuhp_rollback_targets, desc);
+
+/*
+ * Partial targets: N, online or offline, driven to the state of M (an AP
+ * state) or L (a PREPARE state) runs exactly the callbacks between and rests
+ * there, online if the state is above CPUHP_TEARDOWN_CPU; driven back, it
+ * runs the same callbacks the other way and is where it started.
  */
 static void cpuhp_rollback_partial_target(struct kunit *test)
 {
+	const struct cpuhp_rollback_target *p = test->param_value;
+	enum cpuhp_state start = p->from_online ? CPUHP_ONLINE : CPUHP_OFFLINE;
+	enum cpuhp_rec_dir there, back;
 	struct cpuhp_rollback *rb;
-	enum cpuhp_state m, unnamed;
+	int to, lo, hi;
 
 	if (!IS_ENABLED(CONFIG_CPU_HOTPLUG_STATE_CONTROL))
 		kunit_skip(test, "needs CONFIG_CPU_HOTPLUG_STATE_CONTROL");
 	rb = cpuhp_rollback_start(test);
-	m = rb->rec->slots[M].state;
+	to = cpuhp_rec_state(rb->rec, p->slot);
+	if (!p->from_online)
+		cpuhp_rollback_offline(test, rb);
+	/*
+	 * From online down to the slot's state: the slots above it go down;
+	 * from offline up to it: the slots up to it come up.
+	 */
+	lo = p->from_online ? p->slot + 1 : L;
+	hi = p->from_online ? H : p->slot;
+	there = p->from_online ? CPUHP_REC_TEARDOWN : CPUHP_REC_STARTUP;
+	back = p->from_online ? CPUHP_REC_STARTUP : CPUHP_REC_TEARDOWN;
 
-	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(rb->cpu, m), 0);
-	cpuhp_rollback_want(rb, H, CPUHP_REC_TEARDOWN, 0);
+	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(rb->cpu, to), 0);
+	cpuhp_rollback_want_range(rb, lo, hi, there);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rec_expect_state(test, rb->cpu, m, m);
+	cpuhp_rec_expect_state(test, rb->cpu, to, to);
+	KUNIT_EXPECT_EQ(test, cpu_online(rb->cpu), to > CPUHP_TEARDOWN_CPU);
 
-	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_ONLINE), 0);
-	cpuhp_rollback_want(rb, H, CPUHP_REC_STARTUP, 0);
+	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(rb->cpu, start), 0);
+	cpuhp_rollback_want_range(rb, lo, hi, back);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rec_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	if (p->from_online)
+		cpuhp_rollback_expect_online(test, rb);
+	else
+		cpuhp_rollback_expect_offline(test, rb);
+}
 
-	/* cpuhp_hp_states[] marks CPUHP_BRINGUP_CPU cant_stop. */
+/*
+ * A target that is cant_stop (CPUHP_BRINGUP_CPU in cpuhp_hp_states[]) or
+ * unnamed is refused with -EINVAL, runs nothing and leaves N online.
+ */
+static void cpuhp_rollback_target_refused(struct kunit *test)
+{
+	struct cpuhp_rollback *rb;
+	int unnamed;
+
+	if (!IS_ENABLED(CONFIG_CPU_HOTPLUG_STATE_CONTROL))
+		kunit_skip(test, "needs CONFIG_CPU_HOTPLUG_STATE_CONTROL");
+	rb = cpuhp_rollback_start(test);
+	unnamed = cpuhp_rec_free_state(CPUHP_AP_ONLINE_DYN);
+	KUNIT_ASSERT_GT(test, unnamed, 0);
+
 	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_BRINGUP_CPU), -EINVAL);
-	for (unnamed = CPUHP_AP_ONLINE_DYN; unnamed < CPUHP_AP_ONLINE_DYN_END; unnamed++)
-		if (!cpuhp_kunit_step_name(unnamed))
-			break;
-	KUNIT_ASSERT_NULL(test, cpuhp_kunit_step_name(unnamed));
 	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, unnamed), -EINVAL);
 	cpuhp_rollback_check(test, rb);
-	cpuhp_rec_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	cpuhp_rollback_expect_online(test, rb);
 }
 
 /*
@@ -497,7 +741,7 @@ static void cpuhp_rollback_cycles(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, slot, CPUHP_REC_TEARDOWN, rb->cpu,
 						      CPUHP_REC_ANY), CPUHP_ROLLBACK_CYCLES);
 	}
-	cpuhp_rec_expect_state(test, rb->cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	cpuhp_rollback_expect_online(test, rb);
 }
 
 static int cpuhp_rollback_suite_init(struct kunit_suite *suite)
@@ -528,11 +772,17 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_up_ap_fails),
 	KUNIT_CASE(cpuhp_rollback_up_bp_fails),
 	KUNIT_CASE(cpuhp_rollback_down_fails),
-	KUNIT_CASE(cpuhp_rollback_tasks_frozen),
+	KUNIT_CASE(cpuhp_rollback_up_ap_multi_fails),
+	KUNIT_CASE(cpuhp_rollback_down_ap_multi_fails),
+	KUNIT_CASE_PARAM(cpuhp_rollback_up_bp_multi_fails, cpuhp_rollback_bp_multi_gen_params),
+	KUNIT_CASE(cpuhp_rollback_frozen_clear_in_hotplug),
+	KUNIT_CASE(cpuhp_rollback_frozen_set_in_suspend),
 	KUNIT_CASE(cpuhp_rollback_freeze_fails),
 	KUNIT_CASE(cpuhp_rollback_trace_up),
 	KUNIT_CASE(cpuhp_rollback_trace_down),
-	KUNIT_CASE(cpuhp_rollback_partial_target),
+	KUNIT_CASE(cpuhp_rollback_trace_multi),
+	KUNIT_CASE_PARAM(cpuhp_rollback_partial_target, cpuhp_rollback_target_gen_params),
+	KUNIT_CASE(cpuhp_rollback_target_refused),
 	KUNIT_CASE_SLOW(cpuhp_rollback_cycles),
 	{}
 };

@@ -467,7 +467,7 @@ static void cpuhp_sweep_fail_fires(struct kunit *test)
 static void cpuhp_sweep_target(struct kunit *test)
 {
 	const struct cpuhp_sweep_param *p = test->param_value;
-	struct cpuhp_sweep_walk *walk;
+	struct cpuhp_sweep_walk *down, *up;
 	unsigned int cpu;
 
 	cpu = cpuhp_sweep_cpu(test);
@@ -479,20 +479,21 @@ static void cpuhp_sweep_target(struct kunit *test)
 	}
 	if (p->skip)
 		kunit_skip(test, "%s", p->skip);
-	walk = kunit_kzalloc(test, sizeof(*walk), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, walk);
+	down = kunit_kzalloc(test, sizeof(*down), GFP_KERNEL);
+	up = kunit_kzalloc(test, sizeof(*up), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, down);
+	KUNIT_ASSERT_NOT_NULL(test, up);
 
 	cpuhp_sweep_trace_start(test, cpu);
 	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(cpu, p->state), 0);
-	cpuhp_sweep_walk_add(walk, p->state + 1, CPUHP_ONLINE, CPUHP_SWEEP_DOWN);
-	cpuhp_sweep_expect_walk(test, walk);
+	cpuhp_sweep_walk_add(down, p->state + 1, CPUHP_ONLINE, CPUHP_SWEEP_DOWN);
+	cpuhp_sweep_expect_walk(test, down);
 	cpuhp_sweep_expect_state(test, cpu, p->state);
 
-	walk->len = 0;
 	cpuhp_sweep_trace_start(test, cpu);
 	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(cpu, CPUHP_ONLINE), 0);
-	cpuhp_sweep_walk_add(walk, p->state + 1, CPUHP_ONLINE, CPUHP_SWEEP_UP);
-	cpuhp_sweep_expect_walk(test, walk);
+	cpuhp_sweep_walk_add(up, p->state + 1, CPUHP_ONLINE, CPUHP_SWEEP_UP);
+	cpuhp_sweep_expect_walk(test, up);
 	cpuhp_sweep_expect_state(test, cpu, CPUHP_ONLINE);
 }
 

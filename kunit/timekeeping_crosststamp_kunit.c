@@ -9,31 +9,51 @@
  *  - an error from the driver's get_time_fn() is returned unchanged;
  *  - a system counter value whose clocksource ID is CSID_GENERIC, or is not
  *    the ID of the current timekeeping clocksource, is refused with -ENODEV;
- *  - a counter value of the current clocksource is converted to the same
- *    realtime and monotonic raw time ktime_get_snapshot() gives for it;
+ *  - a counter value of the current clocksource is converted to realtime and
+ *    monotonic raw by the clocksource's mult/shift, from the same timekeeper
+ *    state as ktime_get_snapshot();
+ *  - a counter value of the clocksource's base clock (struct
+ *    clocksource_base, the ART of the TSC) is converted by the base's ratio
+ *    and offset, or from nanoseconds of it by the clocksource's frequency;
+ *    a base that cannot convert, or of another ID, is refused with -ENODEV;
  *  - a counter value from before the current update interval is interpolated
- *    against the history snapshot, and refused with -EINVAL when there is no
- *    history or the history was taken before a clocksource change.
+ *    against the history snapshot, from whichever end is closer, and refused
+ *    with -EINVAL when there is no history, the history starts after the
+ *    counter value, or the history was taken before a clocksource change.
  *
  * How it is observed: a fake device whose get_time_fn() reports a chosen
- * error, device time and system counter value. Where the current clocksource
- * has to be chosen or changed, the test registers its own clocksources. They
- * read the TSC, like the TSC clocksource, with a rating above every real
- * clocksource, so registering one makes it the timekeeping clocksource and
- * unregistering it (a kunit action, run even when an assertion fails) gives
- * the previous one back.
+ * error, device time and system counter value. The test registers its own
+ * clocksources (a kunit action unregisters them, even when an assertion
+ * fails). They count nanoseconds of the TSC with mult = 1 << shift, a
+ * mapping chosen so the expected times are computed by hand: a counter value
+ * d counts after a snapshot is exactly d ns of monotonic raw after it (the
+ * raw clock runs at the clocksource's mult; realtime at the NTP-adjusted
+ * one, bounded below). The rating is above every real clocksource, so
+ * registering one makes it the timekeeping clocksource and unregistering it
+ * gives the previous one back.
+ *
+ * Not reached: the -EOVERFLOW of scale64_check_overflow(), which needs a
+ * history longer than the run (see crosststamp_history_interpolation).
  */
 
 #include <kunit/test.h>
 #include <linux/clocksource.h>
 #include <linux/clocksource_ids.h>
 #include <linux/jiffies.h>
+#include <linux/math64.h>
 #include <linux/sched.h>
 #include <linux/timekeeping.h>
 #include <linux/timex.h>
 
-/* Above every real clocksource's rating (the best, "perfect", are 400-499). */
-#define CROSSTSTAMP_TEST_CS_RATING	450
+/*
+ * Above every real clocksource's rating: the documented "perfect" range
+ * ends at 499, and Hyper-V's reference counter registers 500.
+ */
+#define CROSSTSTAMP_TEST_CS_RATING	1000
+
+/* The test clocksources count nanoseconds: mult = 1 << shift, 1 GHz. */
+#define CROSSTSTAMP_NS_SHIFT		24
+#define CROSSTSTAMP_NS_KHZ		(NSEC_PER_SEC / 1000)
 
 /* Device time the fake device reports: any value will do, it is passed through. */
 #define CROSSTSTAMP_DEVICE_TIME		ktime_set(4711, 42)
@@ -41,23 +61,60 @@
 /* How long to wait for timekeeping to start a new update interval. */
 #define CROSSTSTAMP_UPDATE_TIMEOUT	(10 * HZ)
 
-/*
- * Bound on the error of an interpolated monotonic raw time. The raw clock is
- * linear in the counter (its mult is never adjusted), so the interpolation
- * only loses the truncations: of the history snapshot, of the value at the
- * start of the interval and of the expected value, each less than 1ns when
- * converted from shifted nanoseconds, and of the scaling division, less than
- * 1ns. Four of them: less than 4ns.
- */
-#define CROSSTSTAMP_RAW_TOLERANCE_NS	4
+/* Counts (ns) the reported counter value lies after the snapshot of now. */
+#define CROSSTSTAMP_AHEAD		1000
+
+/* Ticks between the history and the counter value interpolated backward. */
+#define CROSSTSTAMP_BACKWARD_TICKS	10
 
 struct crosststamp_dev {
 	int err;			/* returned by get_time_fn() when not 0 */
-	bool counter_is_now;		/* report the counter value of now */
+	bool counter_is_now;		/* report a counter value of now, see below */
+	const struct clocksource_base *base;	/* report it in this base clock */
+	bool use_nsecs;			/* the base clock's value in ns */
 	struct system_counterval_t counter;	/* counter value reported */
 	struct system_time_snapshot now;	/* snapshot taken for "now" */
+	u64 cycles;			/* the counter value meant, in clocksource counts */
 	unsigned int calls;		/* get_time_fn() invocations */
 };
+
+static u64 crosststamp_test_cs_read(struct clocksource *cs);
+
+/*
+ * The counter value of "now" and how @dev reports it: a snapshot is taken,
+ * the value meant lies CROSSTSTAMP_AHEAD counts after it (rounded up so the
+ * base value converts back exactly), and is reported once the counter has
+ * passed it, so it lies in the current interval.
+ */
+static void crosststamp_dev_now(struct crosststamp_dev *dev)
+{
+	const struct clocksource_base *base = dev->base;
+	u64 cycles;
+
+	ktime_get_snapshot(&dev->now);
+	cycles = dev->now.cycles + CROSSTSTAMP_AHEAD;
+	dev->counter.cs_id = dev->now.cs_id;
+	if (base && base->numerator && !dev->use_nsecs) {
+		u32 rem;
+
+		div_u64_rem(cycles - base->offset, base->numerator, &rem);
+		cycles += base->numerator - rem;
+	}
+	while (crosststamp_test_cs_read(NULL) < cycles)
+		cpu_relax();
+	dev->cycles = cycles;
+	dev->counter.cycles = cycles;
+	if (!base)
+		return;
+	/* The inverse of convert_base_to_cs(), by hand. */
+	dev->counter.cs_id = base->id;
+	dev->counter.use_nsecs = dev->use_nsecs;
+	if (dev->use_nsecs)	/* the clocksource counts ns: the same value */
+		dev->counter.cycles = cycles - base->offset;
+	else if (base->numerator)
+		dev->counter.cycles = div_u64(cycles - base->offset, base->numerator) *
+				      base->denominator;
+}
 
 /* The fake device's get_time_fn(): reports what @ctx says. */
 static int crosststamp_dev_get_time(ktime_t *device_time,
@@ -70,15 +127,12 @@ static int crosststamp_dev_get_time(ktime_t *device_time,
 	if (dev->err)
 		return dev->err;
 	*device_time = CROSSTSTAMP_DEVICE_TIME;
-	if (dev->counter_is_now) {
-		/*
-		 * Called inside the timekeeper's seqcount read section, so
-		 * the snapshot sees the same timekeeper state as the caller.
-		 */
-		ktime_get_snapshot(&dev->now);
-		dev->counter.cycles = dev->now.cycles;
-		dev->counter.cs_id = dev->now.cs_id;
-	}
+	/*
+	 * Called inside the timekeeper's seqcount read section, so the
+	 * snapshot sees the same timekeeper state as the caller.
+	 */
+	if (dev->counter_is_now)
+		crosststamp_dev_now(dev);
 	*counter = dev->counter;
 	return 0;
 }
@@ -125,30 +179,42 @@ static const char * const crosststamp_test_cs_names[] = {
 	"crosststamp_test0", "crosststamp_test1",
 };
 
+/* |@a - @b| in nanoseconds. */
+static s64 crosststamp_ns_apart(ktime_t a, ktime_t b)
+{
+	s64 d = ktime_to_ns(ktime_sub(a, b));
+
+	return d < 0 ? -d : d;
+}
+
+static u32 crosststamp_tsc_khz;
+
+/* Nanoseconds of the TSC: the counter of the test clocksources. */
 static u64 crosststamp_test_cs_read(struct clocksource *cs)
 {
-	return get_cycles();
+	return mul_u64_u32_div(get_cycles(), USEC_PER_SEC, crosststamp_tsc_khz);
 }
 
 KUNIT_DEFINE_ACTION_WRAPPER(crosststamp_unregister_cs, clocksource_unregister,
 			    struct clocksource *);
 
 /*
- * Register a clocksource with ID @id that reads the TSC and make it the
- * timekeeping clocksource until the test ends. @rank (0 or 1) orders several:
- * the higher one wins.
+ * Register a clocksource with ID @id and, if not NULL, base clock @base
+ * that counts nanoseconds of the TSC, and make it the timekeeping
+ * clocksource until the test ends. @rank (0 or 1) orders several: the
+ * higher one wins.
  */
 static struct clocksource *crosststamp_use_test_cs(struct kunit *test,
 						   enum clocksource_ids id,
-						   int rank)
+						   int rank,
+						   struct clocksource_base *base)
 {
 	struct clocksource *cs;
-	u32 khz = 0;
 
 #ifdef CONFIG_X86_TSC
-	khz = tsc_khz;
+	crosststamp_tsc_khz = tsc_khz;
 #endif
-	if (!khz)
+	if (!crosststamp_tsc_khz)
 		kunit_skip(test, "no TSC of known frequency to back a test clocksource");
 
 	cs = kunit_kzalloc(test, sizeof(*cs), GFP_KERNEL);
@@ -159,8 +225,13 @@ static struct clocksource *crosststamp_use_test_cs(struct kunit *test,
 	cs->mask = CLOCKSOURCE_MASK(64);
 	cs->flags = CLOCK_SOURCE_IS_CONTINUOUS;
 	cs->id = id;
+	cs->mult = 1 << CROSSTSTAMP_NS_SHIFT;
+	cs->shift = CROSSTSTAMP_NS_SHIFT;
+	cs->freq_khz = CROSSTSTAMP_NS_KHZ;
+	cs->base = base;
 
-	KUNIT_ASSERT_EQ(test, clocksource_register_khz(cs, khz), 0);
+	/* No frequency: the mult and shift above are kept. */
+	KUNIT_ASSERT_EQ(test, __clocksource_register(cs), 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_unregister_cs, cs), 0);
 	KUNIT_ASSERT_EQ_MSG(test, crosststamp_current_id(), id,
 			    "%s did not become the timekeeping clocksource (clocksource= on the command line?)",
@@ -168,31 +239,44 @@ static struct clocksource *crosststamp_use_test_cs(struct kunit *test,
 	return cs;
 }
 
-/* |@a - @b| in nanoseconds. */
-static s64 crosststamp_ns_apart(ktime_t a, ktime_t b)
+/*
+ * The realtime and monotonic raw of @dev's counter value, computed by hand:
+ * d counts after the snapshot of now are d ns later on the raw clock.
+ * Realtime runs at the NTP-adjusted mult; NTP keeps its frequency within
+ * MAXFREQ (500 ppm) of the raw one, so it may differ by that fraction of d
+ * plus 1 ns of truncation.
+ */
+static void crosststamp_expect_by_hand(struct kunit *test, const struct crosststamp_dev *dev,
+				       const struct system_device_crosststamp *xt)
 {
-	s64 d = ktime_to_ns(ktime_sub(a, b));
+	u64 d = dev->cycles - dev->now.cycles;
+	s64 real_tolerance = div_u64(d * MAXFREQ, NSEC_PER_SEC) + 1;
 
-	return d < 0 ? -d : d;
+	KUNIT_EXPECT_EQ(test, xt->device, CROSSTSTAMP_DEVICE_TIME);
+	KUNIT_EXPECT_EQ_MSG(test, xt->sys_monoraw, ktime_add_ns(dev->now.raw, d),
+			    "%llu counts after the snapshot", d);
+	KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt->sys_realtime,
+						       ktime_add_ns(dev->now.real, d)),
+			    real_tolerance, "%llu counts after the snapshot", d);
 }
 
-/* Bound on the error of an interpolated realtime, see the callers. */
+/*
+ * Bound on the error of an interpolated realtime: unlike the raw clock,
+ * realtime runs at the NTP-adjusted mult, which may change inside the
+ * history span. NTP keeps the frequency within MAXFREQ (500 ppm) of the raw
+ * one, so the interpolation can be off by at most that fraction of the span,
+ * plus the truncations to whole ns: of the history's realtime, of the
+ * interval start's and of the scaling division, less than 1 ns each. The
+ * span ends before now.
+ */
 static s64 crosststamp_real_tolerance_ns(const struct system_time_snapshot *history)
 {
 	struct system_time_snapshot end;
 	u64 span;
 
-	/*
-	 * Unlike the raw clock, realtime runs at the NTP-adjusted mult, which
-	 * may change inside the history span. NTP keeps the frequency within
-	 * MAXFREQ (500 ppm) of the raw one, so the interpolation can be off by
-	 * at most that fraction of the span on top of the truncations. The
-	 * span ends before now.
-	 */
 	ktime_get_snapshot(&end);
 	span = ktime_to_ns(ktime_sub(end.raw, history->raw));
-	return div_u64(span * MAXFREQ, NSEC_PER_SEC) +
-	       CROSSTSTAMP_RAW_TOLERANCE_NS;
+	return div_u64(span * MAXFREQ, NSEC_PER_SEC) + 3;
 }
 
 /*
@@ -222,7 +306,7 @@ static const int crosststamp_driver_errors[] = {
 
 static void crosststamp_driver_error_desc(const int *err, char *desc)
 {
-	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%d", *err);
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "%pe", ERR_PTR(*err));
 }
 
 KUNIT_ARRAY_PARAM(crosststamp_driver_error, crosststamp_driver_errors,
@@ -250,7 +334,7 @@ static void crosststamp_generic_id(struct kunit *test)
 	struct crosststamp_dev dev = { .counter_is_now = true };
 	struct system_device_crosststamp xt;
 
-	crosststamp_use_test_cs(test, CSID_GENERIC, 0);
+	crosststamp_use_test_cs(test, CSID_GENERIC, 0, NULL);
 
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, NULL, &xt), -ENODEV);
 	KUNIT_EXPECT_EQ(test, dev.counter.cs_id, CSID_GENERIC);
@@ -277,7 +361,7 @@ static void crosststamp_other_clocksource(struct kunit *test)
 	KUNIT_ASSERT_NE(test, test_id, CSID_GENERIC);
 	KUNIT_ASSERT_NE(test, prev_id, CSID_GENERIC);
 
-	cs = crosststamp_use_test_cs(test, test_id, 0);
+	cs = crosststamp_use_test_cs(test, test_id, 0, NULL);
 
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, NULL, &xt), 0);
 	KUNIT_EXPECT_EQ(test, dev.counter.cs_id, test_id);
@@ -326,11 +410,10 @@ KUNIT_ARRAY_PARAM(crosststamp_realtime_shift, crosststamp_realtime_shifts,
 		  crosststamp_realtime_shift_desc);
 
 /*
- * A counter value of now, of the current clocksource: realtime and monotonic
- * raw are exactly what ktime_get_snapshot() computed for the same value. No
- * tolerance: the snapshot is taken inside the caller's seqcount read section
- * (the callback runs there), so both convert the same counter value with the
- * same timekeeper state by the same arithmetic.
+ * A counter value of the current clocksource, CROSSTSTAMP_AHEAD counts after
+ * a snapshot in the same interval: monotonic raw is exactly that many ns
+ * after the snapshot's, realtime within the NTP bound (computed by hand,
+ * crosststamp_expect_by_hand()).
  */
 static void crosststamp_current_clocksource(struct kunit *test)
 {
@@ -338,10 +421,7 @@ static void crosststamp_current_clocksource(struct kunit *test)
 	struct system_device_crosststamp xt;
 	s64 *shift;
 
-	/* A CSID_GENERIC clocksource's counter cannot be cross-timestamped. */
-	if (crosststamp_current_id() == CSID_GENERIC)
-		crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0);
-
+	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
 	shift = kunit_kzalloc(test, sizeof(*shift), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, shift);
 	*shift = *(const s64 *)test->param_value;
@@ -352,26 +432,100 @@ static void crosststamp_current_clocksource(struct kunit *test)
 	}
 
 	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, NULL, &xt), 0);
-	KUNIT_EXPECT_EQ(test, xt.device, CROSSTSTAMP_DEVICE_TIME);
-	KUNIT_EXPECT_EQ(test, xt.sys_realtime, dev.now.real);
-	KUNIT_EXPECT_EQ(test, xt.sys_monoraw, dev.now.raw);
+	crosststamp_expect_by_hand(test, &dev, &xt);
+}
+
+struct crosststamp_base_param {
+	struct clocksource_base base;	/* id filled in by the case */
+	bool use_nsecs;
+	bool other_id;			/* report another ID than the base's */
+	int err;			/* 0: converted, checked by hand */
+	const char *desc;
+};
+
+static const struct crosststamp_base_param crosststamp_base_params[] = {
+	{ { .numerator = 3, .denominator = 2, .offset = 1000003 }, false, false, 0,
+	  "ratio_3_2_with_offset" },
+	{ { .numerator = 1, .denominator = 1 }, false, false, 0, "ratio_1_1" },
+	{ { .offset = 77 }, true, false, 0, "nanoseconds_with_offset" },
+	{ { .numerator = 0, .denominator = 2 }, false, false, -ENODEV, "zero_numerator" },
+	{ { .numerator = 3, .denominator = 0 }, false, false, -ENODEV, "zero_denominator" },
+	{ { .numerator = 3, .denominator = 2 }, false, true, -ENODEV, "other_id" },
+};
+
+KUNIT_ARRAY_PARAM_DESC(crosststamp_base, crosststamp_base_params, desc);
+
+/*
+ * A counter value of the clocksource's base clock (convert_base_to_cs()):
+ * in base counts it becomes count * numerator / denominator + offset, in
+ * base nanoseconds ns * freq_khz / USEC_PER_SEC + offset, and then is
+ * converted as the clocksource's own; a ratio with a zero term cannot
+ * convert and an ID that is neither the clocksource's nor the base's is
+ * not either: -ENODEV.
+ */
+static void crosststamp_base_clock(struct kunit *test)
+{
+	const struct crosststamp_base_param *p = test->param_value;
+	enum clocksource_ids cs_id = crosststamp_other_id(CSID_GENERIC, CSID_GENERIC);
+	struct crosststamp_dev dev = { .counter_is_now = true, .use_nsecs = p->use_nsecs };
+	struct clocksource_base *base, *reported;
+	struct system_device_crosststamp xt;
+	int ret;
+
+	base = kunit_kmalloc(test, sizeof(*base), GFP_KERNEL);
+	reported = kunit_kmalloc(test, sizeof(*reported), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, base);
+	KUNIT_ASSERT_NOT_NULL(test, reported);
+	*base = p->base;
+	base->id = crosststamp_other_id(cs_id, CSID_GENERIC);
+	crosststamp_use_test_cs(test, cs_id, 0, base);
+	/* The device converts by the same base, under another ID if asked. */
+	*reported = *base;
+	if (p->other_id)
+		reported->id = crosststamp_other_id(cs_id, base->id);
+	dev.base = reported;
+
+	ret = crosststamp_get(&dev, NULL, &xt);
+	KUNIT_EXPECT_EQ(test, ret, p->err);
+	if (!ret)
+		crosststamp_expect_by_hand(test, &dev, &xt);
+	else
+		KUNIT_EXPECT_EQ(test, xt.sys_monoraw, KTIME_MIN);
 }
 
 /*
  * A counter value from before the current update interval: refused without
- * history, interpolated with it. The expected result is the snapshot taken
- * when the counter value was read; the tolerances are derived at their
- * definitions.
+ * history; with history it is interpolated from the closer end. With a
+ * clocksource counting ns at mult = 1 << shift the raw clock is linear in
+ * the counter, so the interpolated monotonic raw is exact: the history's
+ * plus the counts between. Realtime within crosststamp_real_tolerance_ns().
  */
-static void crosststamp_history_interpolation(struct kunit *test)
+enum crosststamp_closer_end {
+	CROSSTSTAMP_NEAR_HISTORY,	/* interpolated forward from the history */
+	CROSSTSTAMP_NEAR_INTERVAL,	/* back from the start of the interval */
+};
+
+static void crosststamp_interpolate(struct kunit *test, enum crosststamp_closer_end near)
 {
 	struct system_time_snapshot history, then;
 	struct crosststamp_dev dev = {};
 	struct system_device_crosststamp xt;
-	s64 real_tolerance;
+	u64 d;
 
-	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0);
+	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
 	ktime_get_snapshot(&history);
+	/*
+	 * Far from the history's start: CROSSTSTAMP_BACKWARD_TICKS ticks, and
+	 * so update intervals, later; the interval start that follows is then
+	 * the closer end unless this thread is held up for half as long (the
+	 * case still checks the result, only through the other branch).
+	 */
+	if (near == CROSSTSTAMP_NEAR_INTERVAL) {
+		unsigned long until = jiffies + CROSSTSTAMP_BACKWARD_TICKS;
+
+		while (time_before(jiffies, until))
+			schedule_timeout_uninterruptible(1);
+	}
 	ktime_get_snapshot(&then);
 	dev.counter.cycles = then.cycles;
 	dev.counter.cs_id = then.cs_id;
@@ -380,14 +534,44 @@ static void crosststamp_history_interpolation(struct kunit *test)
 			    "a counter value before the interval without history");
 
 	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
-	real_tolerance = crosststamp_real_tolerance_ns(&history);
+	d = then.cycles - history.cycles;
 	KUNIT_EXPECT_EQ(test, xt.device, CROSSTSTAMP_DEVICE_TIME);
-	KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_monoraw, then.raw),
-			    CROSSTSTAMP_RAW_TOLERANCE_NS,
-			    "monoraw %lld, expected %lld", xt.sys_monoraw, then.raw);
-	KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime, then.real),
-			    real_tolerance,
-			    "realtime %lld, expected %lld", xt.sys_realtime, then.real);
+	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
+			    "%llu counts after the history", d);
+	KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime,
+						       ktime_add_ns(history.real, d)),
+			    crosststamp_real_tolerance_ns(&history),
+			    "%llu counts after the history", d);
+}
+
+/* The counter value right after the history: interpolated forward from it. */
+static void crosststamp_history_interpolation(struct kunit *test)
+{
+	crosststamp_interpolate(test, CROSSTSTAMP_NEAR_HISTORY);
+}
+
+/* The counter value long after the history: interpolated back from the interval. */
+static void crosststamp_history_interpolation_backward(struct kunit *test)
+{
+	crosststamp_interpolate(test, CROSSTSTAMP_NEAR_INTERVAL);
+}
+
+/* A history that starts after the counter value is refused with -EINVAL. */
+static void crosststamp_history_after_counter(struct kunit *test)
+{
+	struct system_time_snapshot history, then;
+	struct crosststamp_dev dev = {};
+	struct system_device_crosststamp xt;
+
+	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
+	ktime_get_snapshot(&then);
+	ktime_get_snapshot(&history);
+	KUNIT_ASSERT_GT(test, history.cycles, then.cycles);
+	dev.counter.cycles = then.cycles;
+	dev.counter.cs_id = then.cs_id;
+	KUNIT_ASSERT_EQ(test, crosststamp_wait_for_new_interval(&dev), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), -EINVAL);
 }
 
 /*
@@ -404,12 +588,12 @@ static void crosststamp_history_clocksource_changed(struct kunit *test)
 	struct crosststamp_dev dev = {};
 	struct system_device_crosststamp xt;
 
-	crosststamp_use_test_cs(test, first_id, 0);
+	crosststamp_use_test_cs(test, first_id, 0, NULL);
 	ktime_get_snapshot(&history);
 	ktime_get_snapshot(&then);
 
 	/* The change itself starts a new interval after @then. */
-	crosststamp_use_test_cs(test, second_id, 1);
+	crosststamp_use_test_cs(test, second_id, 1, NULL);
 	dev.counter.cycles = then.cycles;
 	dev.counter.cs_id = second_id;
 
@@ -420,10 +604,10 @@ static void crosststamp_history_clocksource_changed(struct kunit *test)
 	history.cs_was_changed_seq = after.cs_was_changed_seq;
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
 	/*
-	 * Not compared to then.raw within CROSSTSTAMP_RAW_TOLERANCE_NS: the
-	 * change itself loses the counter ticks between the last read of the
-	 * old clocksource and the first of the new one (change_clocksource()),
-	 * a few ns here. Between the history and now is all we can say.
+	 * Not compared to then.raw exactly: the change itself loses the
+	 * counter ticks between the last read of the old clocksource and the
+	 * first of the new one (change_clocksource()), a few ns here. Between
+	 * the history and now is all we can say.
 	 */
 	KUNIT_EXPECT_GE(test, xt.sys_monoraw, history.raw);
 	KUNIT_EXPECT_LE(test, xt.sys_monoraw, after.raw);
@@ -434,7 +618,10 @@ static struct kunit_case timekeeping_crosststamp_cases[] = {
 	KUNIT_CASE(crosststamp_generic_id),
 	KUNIT_CASE(crosststamp_other_clocksource),
 	KUNIT_CASE_PARAM(crosststamp_current_clocksource, crosststamp_realtime_shift_gen_params),
+	KUNIT_CASE_PARAM(crosststamp_base_clock, crosststamp_base_gen_params),
 	KUNIT_CASE(crosststamp_history_interpolation),
+	KUNIT_CASE(crosststamp_history_interpolation_backward),
+	KUNIT_CASE(crosststamp_history_after_counter),
 	KUNIT_CASE(crosststamp_history_clocksource_changed),
 	{}
 };
