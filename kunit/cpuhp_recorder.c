@@ -30,21 +30,26 @@ static bool cpuhp_rec_fault_matches(const struct cpuhp_rec_fault *f, int slot,
 	       (f->instance == CPUHP_REC_ANY || f->instance == instance);
 }
 
-/* Log one invocation; fail it if the armed fault says so. */
+/* Log one invocation; fail it if an armed fault says so. */
 static int cpuhp_rec_call(int slot, int instance, enum cpuhp_rec_dir dir, unsigned int cpu)
 {
 	struct cpuhp_recorder *rec = READ_ONCE(cpuhp_rec_current);
 	unsigned long flags;
-	int ret = 0;
+	int i, ret = 0;
 
 	if (!rec)
 		return 0;
 
 	spin_lock_irqsave(&rec->lock, flags);
-	if (rec->armed && cpuhp_rec_fault_matches(&rec->fault, slot, dir, cpu, instance) &&
-	    ++rec->fault_seen == rec->fault.nth) {
-		ret = rec->fault.err;
-		rec->armed = false;
+	for (i = 0; i < CPUHP_REC_FAULTS; i++) {
+		struct cpuhp_rec_fault *f = &rec->faults[i];
+
+		if (f->armed && cpuhp_rec_fault_matches(f, slot, dir, cpu, instance) &&
+		    ++f->seen == f->nth) {
+			ret = f->err;
+			f->armed = false;
+			break;
+		}
 	}
 	if (rec->len < CPUHP_REC_LOG_SIZE) {
 		rec->log[rec->len++] = (struct cpuhp_rec_call) {
@@ -115,8 +120,11 @@ static const struct cpuhp_rec_callbacks cpuhp_rec_callbacks[CPUHP_REC_SLOTS] = {
 
 static void cpuhp_rec_disarm(struct cpuhp_recorder *rec)
 {
+	int i;
+
 	spin_lock_irq(&rec->lock);
-	rec->armed = false;
+	for (i = 0; i < CPUHP_REC_FAULTS; i++)
+		rec->faults[i].armed = false;
 	spin_unlock_irq(&rec->lock);
 }
 
@@ -250,10 +258,11 @@ void cpuhp_rec_remove(struct cpuhp_recorder *rec, int slot, unsigned int flags)
 		cpuhp_remove_multi_state(s->state);
 		for (i = 0; i < CPUHP_REC_INSTANCES; i++)
 			rec->instances[i].added = false;
-	} else if (flags & CPUHP_REC_INVOKE)
+	} else if (flags & CPUHP_REC_INVOKE) {
 		cpuhp_remove_state(s->state);
-	else
+	} else {
 		cpuhp_remove_state_nocalls(s->state);
+	}
 	s->installed = false;
 }
 
@@ -345,13 +354,26 @@ unsigned int cpuhp_rec_free_states(enum cpuhp_state range)
 	return n;
 }
 
+/*
+ * Arm @fault besides those armed already (at most CPUHP_REC_FAULTS at once;
+ * a fault that fired is free again). A call matching several fails by the
+ * first armed.
+ */
 void cpuhp_rec_arm(struct cpuhp_recorder *rec, const struct cpuhp_rec_fault *fault)
 {
+	int i;
+
 	spin_lock_irq(&rec->lock);
-	rec->fault = *fault;
-	rec->fault_seen = 0;
-	rec->armed = true;
+	for (i = 0; i < CPUHP_REC_FAULTS && rec->faults[i].armed; i++)
+		;
+	if (i < CPUHP_REC_FAULTS) {
+		rec->faults[i] = *fault;
+		rec->faults[i].seen = 0;
+		rec->faults[i].armed = true;
+	}
 	spin_unlock_irq(&rec->lock);
+	KUNIT_ASSERT_LT_MSG(rec->test, i, CPUHP_REC_FAULTS, "more than %d faults armed",
+			    CPUHP_REC_FAULTS);
 }
 
 /* Make the first call matching slot/dir/cpu/instance return @err. */

@@ -47,7 +47,12 @@ struct cpuhp_rec_fault {
 	int instance;		/* or CPUHP_REC_ANY */
 	unsigned int nth;	/* 1 for the first matching call */
 	int err;
+	unsigned int seen;	/* matching calls so far */
+	bool armed;
 };
+
+/* Faults armed at once: a failure and a second one in its rollback. */
+#define CPUHP_REC_FAULTS	2
 
 struct cpuhp_rec_instance {
 	struct hlist_node node;
@@ -63,13 +68,11 @@ struct cpuhp_rec_slot {
 
 struct cpuhp_recorder {
 	struct kunit *test;
-	spinlock_t lock;	/* log, len and fault: callbacks run on any CPU */
+	spinlock_t lock;	/* log, len and faults: callbacks run on any CPU */
 	struct cpuhp_rec_call log[CPUHP_REC_LOG_SIZE];
 	unsigned int len;
 	bool overflow;
-	bool armed;
-	struct cpuhp_rec_fault fault;
-	unsigned int fault_seen;
+	struct cpuhp_rec_fault faults[CPUHP_REC_FAULTS];
 	struct cpuhp_rec_slot slots[CPUHP_REC_SLOTS];
 	struct cpuhp_rec_instance instances[CPUHP_REC_INSTANCES];
 	cpumask_var_t online;	/* online when the case started */

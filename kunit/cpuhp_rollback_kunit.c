@@ -15,6 +15,9 @@
  *    or goes down is undone for the instances before it first: in the AP
  *    thread through st->last, on the control CPU inside
  *    cpuhp_invoke_callback(); without the reverse callback nothing is undone;
+ *  - "rollback must not fail": a teardown that fails while undoing a failed
+ *    bringup is warned about, the walk back goes on (instances) or stops
+ *    (states) and the bringup's error is returned;
  *  - cpuhp_tasks_frozen (090e77c391dd) tells the callbacks that they run for
  *    suspend/resume, and only then;
  *  - the cpuhp_enter/cpuhp_multi_enter/cpuhp_exit tracepoints (5ba9ac8e2c45)
@@ -104,16 +107,15 @@ static struct cpuhp_rollback *cpuhp_rollback_start_with(struct kunit *test, int 
 		kunit_skip(test, "needs two online CPUs");
 
 	for (slot = L; slot <= H; slot++) {
-		if (slot != multi) {
-			KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, slot,
-							      cpuhp_rollback_range(slot),
-							      CPUHP_REC_INVOKE), 0);
+		enum cpuhp_state range = cpuhp_rollback_range(slot);
+		struct cpuhp_recorder *rec = rb->rec;
+		unsigned int how = slot == multi ? CPUHP_REC_MULTI | flags : CPUHP_REC_INVOKE;
+
+		KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rec, slot, range, how), 0);
+		if (slot != multi)
 			continue;
-		}
-		KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, slot, cpuhp_rollback_range(slot),
-						      CPUHP_REC_MULTI | flags), 0);
-		KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rb->rec, slot, A, CPUHP_REC_INVOKE), 0);
-		KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rb->rec, slot, B, CPUHP_REC_INVOKE), 0);
+		KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, slot, A, CPUHP_REC_INVOKE), 0);
+		KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, slot, B, CPUHP_REC_INVOKE), 0);
 	}
 	KUNIT_ASSERT_LT(test, cpuhp_rec_state(rb->rec, M), cpuhp_rec_state(rb->rec, H));
 	cpuhp_rec_clear(rb->rec);
@@ -372,6 +374,61 @@ static void cpuhp_rollback_up_bp_multi_fails(struct kunit *test)
 		cpuhp_rollback_want_instance(rb, L, B, CPUHP_REC_TEARDOWN, 0);
 	cpuhp_rollback_check(test, rb);
 	cpuhp_rollback_expect_offline(test, rb);
+}
+
+/*
+ * "Rollback must not fail": when the teardown of L's instance B fails while
+ * undoing the failed startup of instance A, cpuhp_invoke_callback() warns
+ * (declared to the log-hygiene check), goes on and returns the startup's
+ * error; N stays offline.
+ */
+static void cpuhp_rollback_bp_multi_undo_fails(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start_with(test, L, 0);
+
+	cpuhp_rollback_offline(test, rb);
+	cpuhp_rec_arm_once(rb->rec, L, CPUHP_REC_STARTUP, rb->cpu, A, CPUHP_ROLLBACK_UP_ERR);
+	cpuhp_rec_arm_once(rb->rec, L, CPUHP_REC_TEARDOWN, rb->cpu, B, CPUHP_ROLLBACK_DOWN_ERR);
+
+	cpuhp_rec_expect_report_begin("at kernel/cpu.c:");
+	KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), CPUHP_ROLLBACK_UP_ERR);
+	cpuhp_rec_expect_report_end();
+	cpuhp_rollback_want_instance(rb, L, B, CPUHP_REC_STARTUP, 0);
+	cpuhp_rollback_want_instance(rb, L, A, CPUHP_REC_STARTUP, CPUHP_ROLLBACK_UP_ERR);
+	cpuhp_rollback_want_instance(rb, L, B, CPUHP_REC_TEARDOWN, CPUHP_ROLLBACK_DOWN_ERR);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_offline(test, rb);
+}
+
+/*
+ * The same on the way back from an AP failure: H's startup fails, M is torn
+ * down by N's thread, then L's teardown fails in the control CPU's walk
+ * back; cpuhp_up_callbacks() warns and returns H's error. The walk stops
+ * there: N is offline, its target CPUHP_OFFLINE, its state just below L
+ * (cpuhp_next_state() moves the state below a state before its teardown
+ * runs, and nothing moves it back when the teardown fails), so the state
+ * machine counts L as down although its teardown failed.
+ */
+static void cpuhp_rollback_up_undo_fails(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	int l = cpuhp_rec_state(rb->rec, L);
+
+	cpuhp_rollback_offline(test, rb);
+	cpuhp_rec_arm_once(rb->rec, L, CPUHP_REC_TEARDOWN, rb->cpu, CPUHP_REC_ANY,
+			   CPUHP_ROLLBACK_DOWN_ERR);
+
+	cpuhp_rec_expect_report_begin("at kernel/cpu.c:");
+	KUNIT_EXPECT_EQ(test, cpuhp_rollback_up_failing(rb), CPUHP_ROLLBACK_UP_ERR);
+	cpuhp_rec_expect_report_end();
+	cpuhp_rollback_want(rb, L, CPUHP_REC_STARTUP, 0);
+	cpuhp_rollback_want(rb, M, CPUHP_REC_STARTUP, 0);
+	cpuhp_rollback_want(rb, H, CPUHP_REC_STARTUP, CPUHP_ROLLBACK_UP_ERR);
+	cpuhp_rollback_want(rb, M, CPUHP_REC_TEARDOWN, 0);
+	cpuhp_rollback_want(rb, L, CPUHP_REC_TEARDOWN, CPUHP_ROLLBACK_DOWN_ERR);
+	cpuhp_rollback_check(test, rb);
+	KUNIT_EXPECT_FALSE(test, cpu_online(rb->cpu));
+	cpuhp_rec_expect_state(test, rb->cpu, l - 1, CPUHP_OFFLINE);
 }
 
 /*
@@ -775,6 +832,8 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_up_ap_multi_fails),
 	KUNIT_CASE(cpuhp_rollback_down_ap_multi_fails),
 	KUNIT_CASE_PARAM(cpuhp_rollback_up_bp_multi_fails, cpuhp_rollback_bp_multi_gen_params),
+	KUNIT_CASE(cpuhp_rollback_bp_multi_undo_fails),
+	KUNIT_CASE(cpuhp_rollback_up_undo_fails),
 	KUNIT_CASE(cpuhp_rollback_frozen_clear_in_hotplug),
 	KUNIT_CASE(cpuhp_rollback_frozen_set_in_suspend),
 	KUNIT_CASE(cpuhp_rollback_freeze_fails),

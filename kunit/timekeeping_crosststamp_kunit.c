@@ -19,7 +19,9 @@
  *  - a counter value from before the current update interval is interpolated
  *    against the history snapshot, from whichever end is closer, and refused
  *    with -EINVAL when there is no history, the history starts after the
- *    counter value, or the history was taken before a clocksource change.
+ *    counter value, or the history was taken before a clocksource change;
+ *  - interpolating across a history too long for 64-bit arithmetic is
+ *    refused with -EOVERFLOW.
  *
  * How it is observed: a fake device whose get_time_fn() reports a chosen
  * error, device time and system counter value. The test registers its own
@@ -31,9 +33,6 @@
  * one, bounded below). The rating is above every real clocksource, so
  * registering one makes it the timekeeping clocksource and unregistering it
  * gives the previous one back.
- *
- * Not reached: the -EOVERFLOW of scale64_check_overflow(), which needs a
- * history longer than the run (see crosststamp_history_interpolation).
  */
 
 #include <kunit/test.h>
@@ -188,11 +187,13 @@ static s64 crosststamp_ns_apart(ktime_t a, ktime_t b)
 }
 
 static u32 crosststamp_tsc_khz;
+static u32 crosststamp_counts_per_ns = 1;
 
-/* Nanoseconds of the TSC: the counter of the test clocksources. */
+/* The TSC in counts of 1/crosststamp_counts_per_ns ns: the test clocksources' counter. */
 static u64 crosststamp_test_cs_read(struct clocksource *cs)
 {
-	return mul_u64_u32_div(get_cycles(), USEC_PER_SEC, crosststamp_tsc_khz);
+	return mul_u64_u32_div(get_cycles(), USEC_PER_SEC * crosststamp_counts_per_ns,
+			       crosststamp_tsc_khz);
 }
 
 KUNIT_DEFINE_ACTION_WRAPPER(crosststamp_unregister_cs, clocksource_unregister,
@@ -200,14 +201,13 @@ KUNIT_DEFINE_ACTION_WRAPPER(crosststamp_unregister_cs, clocksource_unregister,
 
 /*
  * Register a clocksource with ID @id and, if not NULL, base clock @base
- * that counts nanoseconds of the TSC, and make it the timekeeping
- * clocksource until the test ends. @rank (0 or 1) orders several: the
- * higher one wins.
+ * that counts @counts_per_ns per nanosecond of the TSC (mult = (1 << shift)
+ * / @counts_per_ns), and make it the timekeeping clocksource until the test
+ * ends. @rank (0 or 1) orders several: the higher one wins.
  */
-static struct clocksource *crosststamp_use_test_cs(struct kunit *test,
-						   enum clocksource_ids id,
-						   int rank,
-						   struct clocksource_base *base)
+static struct clocksource *crosststamp_register_cs(struct kunit *test, enum clocksource_ids id,
+						   int rank, struct clocksource_base *base,
+						   u32 counts_per_ns)
 {
 	struct clocksource *cs;
 
@@ -225,10 +225,11 @@ static struct clocksource *crosststamp_use_test_cs(struct kunit *test,
 	cs->mask = CLOCKSOURCE_MASK(64);
 	cs->flags = CLOCK_SOURCE_IS_CONTINUOUS;
 	cs->id = id;
-	cs->mult = 1 << CROSSTSTAMP_NS_SHIFT;
+	cs->mult = (1 << CROSSTSTAMP_NS_SHIFT) / counts_per_ns;
 	cs->shift = CROSSTSTAMP_NS_SHIFT;
-	cs->freq_khz = CROSSTSTAMP_NS_KHZ;
+	cs->freq_khz = CROSSTSTAMP_NS_KHZ * counts_per_ns;
 	cs->base = base;
+	crosststamp_counts_per_ns = counts_per_ns;
 
 	/* No frequency: the mult and shift above are kept. */
 	KUNIT_ASSERT_EQ(test, __clocksource_register(cs), 0);
@@ -237,6 +238,13 @@ static struct clocksource *crosststamp_use_test_cs(struct kunit *test,
 			    "%s did not become the timekeeping clocksource (clocksource= on the command line?)",
 			    cs->name);
 	return cs;
+}
+
+/* As above, counting nanoseconds: mult = 1 << shift. */
+static struct clocksource *crosststamp_use_test_cs(struct kunit *test, enum clocksource_ids id,
+						   int rank, struct clocksource_base *base)
+{
+	return crosststamp_register_cs(test, id, rank, base, 1);
 }
 
 /*
@@ -556,6 +564,35 @@ static void crosststamp_history_interpolation_backward(struct kunit *test)
 	crosststamp_interpolate(test, CROSSTSTAMP_NEAR_INTERVAL);
 }
 
+/*
+ * Interpolating across a long history multiplies two spans of counter
+ * values (scale64_check_overflow()): when the product needs more than 64
+ * bits the crosststamp is refused with -EOVERFLOW. At 4 counts per ns, a
+ * counter value 2^33 counts after the history, interpolated forward over
+ * an interval starting more than 2^34 counts after it: the kernel scales
+ * the raw span (a quarter of the counts, more than 2^32 ns) by 2^33.
+ */
+static void crosststamp_history_overflow(struct kunit *test)
+{
+	const u32 counts_per_ns = 4;
+	struct system_time_snapshot history;
+	struct crosststamp_dev dev = {};
+	struct system_device_crosststamp xt;
+	u64 end;
+
+	crosststamp_register_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL,
+				counts_per_ns);
+	ktime_get_snapshot(&history);
+	dev.counter.cycles = history.cycles + BIT_ULL(33);
+	dev.counter.cs_id = history.cs_id;
+	/* Wait for the counter, with room for the interval that follows. */
+	end = history.cycles + BIT_ULL(34) + BIT_ULL(31);
+	while (crosststamp_test_cs_read(NULL) < end)
+		schedule_timeout_uninterruptible(1);
+
+	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), -EOVERFLOW);
+}
+
 /* A history that starts after the counter value is refused with -EINVAL. */
 static void crosststamp_history_after_counter(struct kunit *test)
 {
@@ -622,6 +659,7 @@ static struct kunit_case timekeeping_crosststamp_cases[] = {
 	KUNIT_CASE(crosststamp_history_interpolation),
 	KUNIT_CASE(crosststamp_history_interpolation_backward),
 	KUNIT_CASE(crosststamp_history_after_counter),
+	KUNIT_CASE_SLOW(crosststamp_history_overflow),
 	KUNIT_CASE(crosststamp_history_clocksource_changed),
 	{}
 };

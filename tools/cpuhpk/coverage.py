@@ -238,6 +238,7 @@ class FileCov:
     fn_start: Dict[str, int] = dataclasses.field(default_factory=dict)
     fn_calls: Dict[str, int] = dataclasses.field(default_factory=dict)
     line_hits: Dict[int, int] = dataclasses.field(default_factory=dict)
+    branch_taken: Dict[int, List[bool]] = dataclasses.field(default_factory=dict)
 
 
 def parse_info(text: str) -> Dict[str, FileCov]:
@@ -260,22 +261,44 @@ def parse_info(text: str) -> Dict[str, FileCov]:
             num, count = val.split(',')[:2]
             cur.line_hits[int(num)] = int(count)
         elif key == 'BRDA':
-            taken = val.split(',')[3]
+            num, _, _, taken = val.split(',')[:4]
+            hit = taken not in ('-', '0')
             h, f = cur.branches
-            cur.branches = (h + (taken not in ('-', '0')), f + 1)
+            cur.branches = (h + hit, f + 1)
+            cur.branch_taken.setdefault(int(num), []).append(hit)
     for cov in files.values():
         cov.lines = (sum(1 for c in cov.line_hits.values() if c), len(cov.line_hits))
         cov.functions = (sum(1 for c in cov.fn_calls.values() if c), len(cov.fn_start))
     return files
 
 
-def function_lines(cov: FileCov, name: str) -> Tuple[int, int]:
-    """Lines hit/found from @name's first line to the next function's."""
+def _function_range(cov: FileCov, name: str) -> Tuple[int, int]:
+    """@name's first line and the next function's first line (lcov gives no ends)."""
     start = cov.fn_start[name]
     later = [s for s in cov.fn_start.values() if s > start]
-    end = min(later) if later else max(cov.line_hits, default=start) + 1
+    end = min(later) if later else max([*cov.line_hits, *cov.branch_taken], default=start) + 1
+    return start, end
+
+
+def function_lines(cov: FileCov, name: str) -> Tuple[int, int]:
+    """Lines hit/found from @name's first line to the next function's."""
+    start, end = _function_range(cov, name)
     hits = [c for n, c in cov.line_hits.items() if start <= n < end]
     return sum(1 for c in hits if c), len(hits)
+
+
+def function_branches(cov: FileCov, name: str) -> Tuple[int, int]:
+    """Branches taken/found from @name's first line to the next function's."""
+    start, end = _function_range(cov, name)
+    taken = [t for n, ts in cov.branch_taken.items() if start <= n < end for t in ts]
+    return sum(taken), len(taken)
+
+
+def missed_branches(cov: FileCov, name: str) -> List[str]:
+    """'line:k' for each branch of @name never taken (k: its place on the line)."""
+    start, end = _function_range(cov, name)
+    return [f'{n}:{k}' for n in sorted(cov.branch_taken) if start <= n < end
+            for k, t in enumerate(cov.branch_taken[n]) if not t]
 
 
 def pct(hit_found: Tuple[int, int]) -> float:
@@ -294,28 +317,52 @@ def summary(files: Dict[str, FileCov]) -> List[str]:
             f'{pct(v):5.1f}% {v[0]:4}/{v[1]:<4}  ' for v in (cov.lines, cov.functions,
                                                              cov.branches)))
     out.append('')
-    out.append('function                                  file                 calls  lines')
+    out.append('function                                  file                 calls  lines'
+               '           branches')
+    gated = read_function_thresholds(THRESHOLDS) if THRESHOLDS.is_file() else {}
     for name in FILES:
         cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
         if cov is None:
             continue
         for fn in sorted(cov.fn_start, key=cov.fn_start.__getitem__):
-            if CORE_FUNCTIONS.match(fn):
-                hit, found = function_lines(cov, fn)
+            if CORE_FUNCTIONS.match(fn) or fn in gated:
+                lines, branches = function_lines(cov, fn), function_branches(cov, fn)
                 out.append(f'{fn:42}{Path(name).name:18}{cov.fn_calls.get(fn, 0):8}  '
-                           f'{hit:3}/{found:<3} {pct((hit, found)):5.1f}%')
+                           f'{lines[0]:3}/{lines[1]:<3} {pct(lines):5.1f}%  '
+                           f'{branches[0]:3}/{branches[1]:<3} {pct(branches):5.1f}%'
+                           + ('  gated' if fn in gated else ''))
+    if gated:
+        out.append('')
+        out.append('branches of the gated functions never taken (line:place, see README):')
+        for name in FILES:
+            cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
+            for fn in gated:
+                if cov is not None and fn in cov.fn_start:
+                    out.append(f'  {fn}: {" ".join(missed_branches(cov, fn)) or "none"}')
     return out
+
+
+def _threshold_rows(path: Path) -> List[List[str]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.split('#', 1)[0].strip()
+        if line:
+            rows.append(line.split())
+    return rows
 
 
 def read_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
     """'<file> <min line %> <min function %>' per line."""
-    limits: Dict[str, Tuple[float, float]] = {}
-    for line in path.read_text().splitlines():
-        line = line.split('#', 1)[0].strip()
-        if line:
-            name, lines, funcs = line.split()
-            limits[name] = (float(lines), float(funcs))
-    return limits
+    return {name: (float(lines), float(funcs))
+            for name, lines, funcs in (r for r in _threshold_rows(path)
+                                       if not r[0].endswith('()'))}
+
+
+def read_function_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
+    """'<function>() <min line %> <min branch %>' per line."""
+    return {name[:-2]: (float(lines), float(branches))
+            for name, lines, branches in (r for r in _threshold_rows(path)
+                                          if r[0].endswith('()'))}
 
 
 def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, float]]) -> List[str]:
@@ -329,6 +376,24 @@ def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, float]]) -> L
             problems.append(f'{name}: line coverage {pct(cov.lines):.1f}% < {min_lines}%')
         if pct(cov.functions) < min_funcs:
             problems.append(f'{name}: function coverage {pct(cov.functions):.1f}% < {min_funcs}%')
+    return problems
+
+
+def gate_functions(files: Dict[str, FileCov],
+                   limits: Dict[str, Tuple[float, float]]) -> List[str]:
+    """Per function of FILES: its line and branch coverage against its limits."""
+    problems = []
+    for fn, (min_lines, min_branches) in limits.items():
+        cov = next((c for f, c in files.items() if any(f.endswith('/' + n) for n in FILES)
+                    and fn in c.fn_start), None)
+        if cov is None:
+            problems.append(f'{fn}(): no coverage data')
+            continue
+        lines, branches = pct(function_lines(cov, fn)), pct(function_branches(cov, fn))
+        if lines < min_lines:
+            problems.append(f'{fn}(): line coverage {lines:.1f}% < {min_lines}%')
+        if branches < min_branches:
+            problems.append(f'{fn}(): branch coverage {branches:.1f}% < {min_branches}%')
     return problems
 
 
@@ -441,7 +506,8 @@ def coverage(args: argparse.Namespace, out: Path) -> int:
         (out / 'summary.txt').write_text('\n'.join(text) + '\n')
         print('\n'.join(text))
         problems += [verdict.Problem('coverage', '', f'coverage gate: {p}')
-                     for p in gate(files, read_thresholds(THRESHOLDS))]
+                     for p in gate(files, read_thresholds(THRESHOLDS)) +
+                     gate_functions(files, read_function_thresholds(THRESHOLDS))]
         tree.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)

@@ -165,6 +165,9 @@ class InfoTest(unittest.TestCase):
         self.assertEqual(cov.branches, (1, 2))
         self.assertEqual(coverage.function_lines(cov, 'cpuhp_issue_call'), (2, 3))
         self.assertEqual(coverage.function_lines(cov, 'helper'), (0, 2))
+        self.assertEqual(coverage.function_branches(cov, 'cpuhp_issue_call'), (1, 2))
+        self.assertEqual(coverage.function_branches(cov, 'helper'), (0, 0))
+        self.assertEqual(coverage.missed_branches(cov, 'cpuhp_issue_call'), ['11:1'])
 
     def test_gate(self) -> None:
         files = coverage.parse_info(INFO)
@@ -173,6 +176,22 @@ class InfoTest(unittest.TestCase):
                          ['kernel/cpu.c: line coverage 40.0% < 41.0%'])
         self.assertEqual(coverage.gate(files, {'kernel/time/timekeeping.c': (1.0, 1.0)}),
                          ['kernel/time/timekeeping.c: no coverage data'])
+
+    def test_function_gate(self) -> None:
+        files = coverage.parse_info(INFO)
+        self.assertEqual(coverage.gate_functions(files, {'cpuhp_issue_call': (66.0, 50.0)}), [])
+        self.assertEqual(coverage.gate_functions(files, {'cpuhp_issue_call': (67.0, 51.0)}),
+                         ['cpuhp_issue_call(): line coverage 66.7% < 67.0%',
+                          'cpuhp_issue_call(): branch coverage 50.0% < 51.0%'])
+        self.assertEqual(coverage.gate_functions(files, {'nosuch': (0.0, 0.0)}),
+                         ['nosuch(): no coverage data'])
+
+    def test_the_real_thresholds_parse(self) -> None:
+        files = coverage.read_thresholds(coverage.THRESHOLDS)
+        functions = coverage.read_function_thresholds(coverage.THRESHOLDS)
+        self.assertIn('kernel/cpu.c', files)
+        self.assertIn('cpuhp_invoke_callback', functions)
+        self.assertFalse(set(files) & {f + '()' for f in functions})
 
 
 if __name__ == '__main__':

@@ -6,7 +6,9 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from cpuhpk import ktap, run, states, verdict
+from cpuhpk import ktap, states, verdict
+
+from tests import recorded
 
 DATA = Path(__file__).parent / 'data'
 # make run on 6.12.118, SMP=4, default config, unedited (all four suites).
@@ -15,7 +17,8 @@ SWEEP = DATA / 'sweep_default_console.log'
 
 def judged() -> 'tuple[ktap.Console, ktap.Test, verdict.Verdict]':
     console = ktap.read_console(SWEEP)
-    exp = run.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4', 'fixes': '0'})
+    exp = recorded.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
+                                     'fixes': '0'}, suites=recorded.SWEEP_SUITES)
     _, root, v = verdict.judge_console(console, exp)
     return console, root, v
 
@@ -32,15 +35,16 @@ class SweepVerdictTest(unittest.TestCase):
     def test_red_when_fixes_are_claimed(self) -> None:
         # The same console judged as a FIXES=1 run: the lingering failures are red.
         console = ktap.read_console(SWEEP)
-        exp = run.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
-                                    'fixes': '1'})
+        exp = recorded.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
+                                         'fixes': '1'}, suites=recorded.SWEEP_SUITES)
         v = verdict.judge_console(console, exp)[2]
         self.assertEqual(len([p for p in v.problems if p.category == 'failed']), 21)
 
     def test_strict(self) -> None:
         console = ktap.read_console(SWEEP)
-        exp = run.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
-                                    'fixes': '0'}, strict=True)
+        exp = recorded.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
+                                         'fixes': '0'}, strict=True,
+                                    suites=recorded.SWEEP_SUITES)
         v = verdict.judge_console(console, exp)[2]
         self.assertEqual(len(v.problems), 22)
 

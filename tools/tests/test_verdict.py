@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import tempfile
 import unittest
 from pathlib import Path
@@ -113,13 +114,20 @@ class FalsePassTest(unittest.TestCase):
     def test_filter_selects_cases(self) -> None:
         got = verdict.filtered(verdict.declared_cases(KUNIT), 'cpuhp_rollback.*trace*')
         self.assertEqual(got, {'cpuhp_rollback': ['cpuhp_rollback_trace_up',
-                                                  'cpuhp_rollback_trace_down']})
+                                                  'cpuhp_rollback_trace_down',
+                                                  'cpuhp_rollback_trace_multi']})
 
     def test_declared_cases_of_the_sources(self) -> None:
         got = verdict.declared_cases(KUNIT)
-        self.assertEqual({k: len(v) for k, v in got.items()},
-                         {'cpuhp_install': 7, 'cpuhp_rollback': 9, 'cpuhp_sweep': 3,
-                          'timekeeping_crosststamp': 6})
+        # Counted another way: the KUNIT_CASE lines of each file, by its suite name.
+        want = {}
+        for src in KUNIT.glob('*_kunit.c'):
+            text = src.read_text()
+            name = re.search(r'\.name = "(\w+)"', text)
+            assert name is not None
+            want[name.group(1)] = len(re.findall(r'^\s*KUNIT_CASE', text, re.M))
+        self.assertEqual({k: len(v) for k, v in got.items()}, want)
+        self.assertIn('cpuhp_rollback_trace_multi', got['cpuhp_rollback'])
 
     def test_userspace_tests_are_declared_too(self) -> None:
         got = verdict.declared_cases(KUNIT, userspace=True)
@@ -297,6 +305,22 @@ class KnownReportTest(unittest.TestCase):
         v = verdict.judge_console(ktap.Console(lines=self.lines('refresh_cpu_vm_stats')),
                                   self.exp(strict=True))[2]
         self.assertFalse(v.ok)
+
+    def test_recorded_debug_run_with_the_race(self) -> None:
+        # make run CONFIG=debug on 6.12.118 that hit the race (unedited).
+        exp = verdict.Expectations(
+            skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
+            known=verdict.read_known_failures(KUNIT / 'known-failures'),
+            context={'kver': '6.12', 'config': 'debug', 'smp': '4', 'fixes': '0'})
+        v = verdict.judge_console(console('vmstat_race_debug_console.log'), exp)[2]
+        self.assertTrue(v.ok, [str(p) for p in v.problems])
+        race = [p for p in v.known if 'refresh_cpu_vm_stats' in p.detail]
+        self.assertEqual([(p.category, p.name) for p in race],
+                         [('kernel-log', 'cpuhp_sweep.cpuhp_sweep_target.down 152 block/mq:online')])
+        exp.strict = True
+        v = verdict.judge_console(console('vmstat_race_debug_console.log'), exp)[2]
+        self.assertIn(('kernel-log', 'cpuhp_sweep.cpuhp_sweep_target.down 152 block/mq:online'),
+                      [(p.category, p.name) for p in v.problems])
 
     def test_report_is_only_for_known_failures(self) -> None:
         with self.assertRaises(ValueError):
