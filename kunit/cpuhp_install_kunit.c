@@ -134,12 +134,14 @@ static void cpuhp_install_want_rollback(struct cpuhp_rec_log *want, const struct
 }
 
 /*
- * The startup fails on one online CPU: the error comes back, the startup ran
- * on each CPU up to and including that one, the teardown on each CPU before
- * it (ascending, as cpuhp_rollback_install() walks), never on it or after it,
- * and the slot is free again.
+ * cpuhp_setup_state() of slot 0 with the startup failing on one online CPU
+ * (the parameter's), the state installed with @flags: the error comes back,
+ * the startup ran on each CPU up to and including that one, the teardown
+ * (if the state has one) on each CPU before it, ascending, as
+ * cpuhp_rollback_install() walks, never on it or after it; AP callbacks ran
+ * on their CPU, and the slot is free again.
  */
-static void cpuhp_install_startup_fails(struct kunit *test)
+static void cpuhp_install_expect_failed_setup(struct kunit *test, unsigned int flags)
 {
 	const struct cpuhp_install_param *p = test->param_value;
 	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
@@ -150,10 +152,10 @@ static void cpuhp_install_startup_fails(struct kunit *test)
 	KUNIT_ASSERT_GT(test, slot, 0);
 	cpuhp_install_arm(rec, rec->online, k, CPUHP_REC_ANY);
 
-	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_INVOKE),
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_INVOKE | flags),
 			CPUHP_INSTALL_ERR);
 
-	cpuhp_install_want_rollback(want, rec->online, k, CPUHP_REC_ANY, CPUHP_REC_INVOKE);
+	cpuhp_install_want_rollback(want, rec->online, k, CPUHP_REC_ANY, flags);
 	cpuhp_rec_expect_log(test, rec, want);
 	if (p->range == CPUHP_AP_ONLINE_DYN)
 		cpuhp_rec_expect_on_cpu(test, rec, 0);
@@ -162,29 +164,16 @@ static void cpuhp_install_startup_fails(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 1, p->range, CPUHP_REC_NOCALLS), slot);
 }
 
-/*
- * The startup fails and the state has no teardown callback: the startups up
- * to the failing CPU ran, nothing is rolled back, the error comes back and
- * the slot is free again.
- */
+/* The startup fails on one online CPU: rolled back on the CPUs before it. */
+static void cpuhp_install_startup_fails(struct kunit *test)
+{
+	cpuhp_install_expect_failed_setup(test, 0);
+}
+
+/* The startup fails and the state has no teardown: nothing is rolled back. */
 static void cpuhp_install_startup_fails_no_teardown(struct kunit *test)
 {
-	const struct cpuhp_install_param *p = test->param_value;
-	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
-	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
-	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
-	int slot = cpuhp_rec_free_state(p->range);
-
-	KUNIT_ASSERT_GT(test, slot, 0);
-	cpuhp_install_arm(rec, rec->online, k, CPUHP_REC_ANY);
-
-	KUNIT_EXPECT_EQ(test, cpuhp_rec_setup(rec, 0, p->range,
-					      CPUHP_REC_INVOKE | CPUHP_REC_NO_TEARDOWN),
-			CPUHP_INSTALL_ERR);
-
-	cpuhp_install_want_rollback(want, rec->online, k, CPUHP_REC_ANY, CPUHP_REC_NO_TEARDOWN);
-	cpuhp_rec_expect_log(test, rec, want);
-	KUNIT_EXPECT_NULL(test, cpuhp_kunit_step_name(slot));
+	cpuhp_install_expect_failed_setup(test, CPUHP_REC_NO_TEARDOWN);
 }
 
 /*
@@ -531,43 +520,38 @@ static void cpuhp_install_multi_with_a(struct kunit *test, struct cpuhp_recorder
 }
 
 /*
- * An instance whose startup fails on CPU k: the error comes back, the
- * instance is rolled back on the CPUs before k only, and instance A, added
- * before, is not called at all.
+ * Instance B of a multi-instance state installed with @flags, its startup
+ * failing on CPU k (the parameter's): the error comes back, B is rolled
+ * back on the CPUs before k only (not at all without a teardown), and
+ * instance A, added before, is not called at all.
  */
-static void cpuhp_install_multi_add_fails(struct kunit *test)
+static void cpuhp_install_expect_failed_instance(struct kunit *test, unsigned int flags)
 {
 	const struct cpuhp_install_param *p = test->param_value;
 	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
 	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
 	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
 
-	cpuhp_install_multi_with_a(test, rec, p->range, 0);
+	cpuhp_install_multi_with_a(test, rec, p->range, flags);
 	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, k, B, CPUHP_INSTALL_ERR);
 
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, B, CPUHP_REC_INVOKE),
 			CPUHP_INSTALL_ERR);
 
-	cpuhp_install_want_rollback(want, rec->online, k, B, CPUHP_REC_MULTI);
+	cpuhp_install_want_rollback(want, rec->online, k, B, flags);
 	cpuhp_rec_expect_log(test, rec, want);
+}
+
+/* An instance whose startup fails on one CPU is rolled back alone. */
+static void cpuhp_install_multi_add_fails(struct kunit *test)
+{
+	cpuhp_install_expect_failed_instance(test, 0);
 }
 
 /* As above without a teardown callback: nothing is rolled back. */
 static void cpuhp_install_multi_add_fails_no_teardown(struct kunit *test)
 {
-	const struct cpuhp_install_param *p = test->param_value;
-	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
-	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
-	unsigned int k = cpuhp_rec_pick_cpu(rec, p->fail_cpu);
-
-	cpuhp_install_multi_with_a(test, rec, p->range, CPUHP_REC_NO_TEARDOWN);
-	cpuhp_rec_arm_once(rec, 0, CPUHP_REC_STARTUP, k, B, CPUHP_INSTALL_ERR);
-
-	KUNIT_EXPECT_EQ(test, cpuhp_rec_add_instance(rec, 0, B, CPUHP_REC_INVOKE),
-			CPUHP_INSTALL_ERR);
-
-	cpuhp_install_want_rollback(want, rec->online, k, B, CPUHP_REC_NO_TEARDOWN);
-	cpuhp_rec_expect_log(test, rec, want);
+	cpuhp_install_expect_failed_instance(test, CPUHP_REC_NO_TEARDOWN);
 }
 
 /*
