@@ -10,9 +10,12 @@ MUTANTS ?= mutants
 CONSOLE ?=
 FIXES   ?= 0
 STRICT  ?= 0
+SEED    ?= 0
+STRESS_OPS ?= 0
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
-	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)'
+	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
+	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
 
 .PHONY: help run run-debug test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
@@ -42,6 +45,8 @@ help:
 	@echo '  CONSOLE=$(CONSOLE)  console log for make judge'
 	@echo '  FIXES=$(FIXES)       1: apply our kernel fixes (src/fixes/series) -> out/$$KVER[-$$CONFIG]-fixes/'
 	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures) are red; run what wedges a CPU'
+	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
+	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
 	@echo '  CPUHP_KUNIT_NOWAIT=1 (env) fail at once when another run holds the cache'
 	@echo '  CPUHP_KUNIT_DIRTY=1 (env) test a cached tree with local edits or commits'
@@ -70,7 +75,7 @@ coverage:
 
 mutate:
 	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' \
-		--mutants '$(MUTANTS)'
+		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)'
 
 bench:
 	sh tools/bench.sh

@@ -30,6 +30,12 @@ static bool cpuhp_rec_fault_matches(const struct cpuhp_rec_fault *f, int slot,
 	       (f->instance == CPUHP_REC_ANY || f->instance == instance);
 }
 
+/* Where the startups minus teardowns of @slot/@instance on @cpu are counted. */
+static unsigned int cpuhp_rec_up_index(int slot, int instance, unsigned int cpu)
+{
+	return (slot * (CPUHP_REC_INSTANCES + 1) + instance + 1) * nr_cpu_ids + cpu;
+}
+
 /* Log one invocation; fail it if an armed fault says so. */
 static int cpuhp_rec_call(int slot, int instance, enum cpuhp_rec_dir dir, unsigned int cpu)
 {
@@ -51,6 +57,9 @@ static int cpuhp_rec_call(int slot, int instance, enum cpuhp_rec_dir dir, unsign
 			break;
 		}
 	}
+	if (!ret)
+		rec->up[cpuhp_rec_up_index(slot, instance, cpu)] +=
+			dir == CPUHP_REC_STARTUP ? 1 : -1;
 	if (rec->len < CPUHP_REC_LOG_SIZE) {
 		rec->log[rec->len++] = (struct cpuhp_rec_call) {
 			.cpu = cpu,
@@ -118,7 +127,8 @@ static const struct cpuhp_rec_callbacks cpuhp_rec_callbacks[CPUHP_REC_SLOTS] = {
 	CPUHP_REC_ENTRY(0), CPUHP_REC_ENTRY(1), CPUHP_REC_ENTRY(2),
 };
 
-static void cpuhp_rec_disarm(struct cpuhp_recorder *rec)
+/* Disarm every fault not fired yet. */
+void cpuhp_rec_disarm(struct cpuhp_recorder *rec)
 {
 	int i;
 
@@ -193,6 +203,9 @@ struct cpuhp_recorder *cpuhp_rec_start(struct kunit *test)
 		rec->slots[slot].state = CPUHP_INVALID;
 	for (i = 0; i < CPUHP_REC_INSTANCES; i++)
 		rec->instances[i].id = i;
+	rec->up = kunit_kcalloc(test, CPUHP_REC_SLOTS * (CPUHP_REC_INSTANCES + 1) * nr_cpu_ids,
+				sizeof(*rec->up), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, rec->up);
 	KUNIT_ASSERT_TRUE(test, alloc_cpumask_var(&rec->online, GFP_KERNEL));
 	cpumask_copy(rec->online, cpu_online_mask);
 
@@ -306,6 +319,24 @@ int cpuhp_rec_state(struct cpuhp_recorder *rec, int slot)
 	return rec->slots[slot].state;
 }
 
+/* Whether @slot is installed now. */
+bool cpuhp_rec_is_installed(struct cpuhp_recorder *rec, int slot)
+{
+	return rec->slots[slot].installed;
+}
+
+/* Whether @slot is installed as a multi-instance state. */
+bool cpuhp_rec_is_multi(struct cpuhp_recorder *rec, int slot)
+{
+	return rec->slots[slot].installed && (rec->slots[slot].flags & CPUHP_REC_MULTI);
+}
+
+/* Whether @instance is on the list of the multi-instance slot. */
+bool cpuhp_rec_instance_added(struct cpuhp_recorder *rec, int instance)
+{
+	return rec->instances[instance].added;
+}
+
 /* How many of the case's states are installed now. */
 unsigned int cpuhp_rec_installed(struct cpuhp_recorder *rec)
 {
@@ -383,6 +414,21 @@ void cpuhp_rec_arm_once(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir
 	cpuhp_rec_arm(rec, &(struct cpuhp_rec_fault) {
 		.slot = slot, .dir = dir, .cpu = cpu, .instance = instance, .nth = 1, .err = err,
 	});
+}
+
+/*
+ * Successful startups minus successful teardowns of @slot (@instance of it,
+ * or CPUHP_REC_ANY for a single-instance slot) on @cpu since the case
+ * started: 1 while that state is up on @cpu, 0 while it is down.
+ */
+int cpuhp_rec_up(struct cpuhp_recorder *rec, int slot, int instance, unsigned int cpu)
+{
+	int n;
+
+	spin_lock_irq(&rec->lock);
+	n = rec->up[cpuhp_rec_up_index(slot, instance, cpu)];
+	spin_unlock_irq(&rec->lock);
+	return n;
 }
 
 /* Forget the calls logged so far. */

@@ -501,6 +501,30 @@ static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
 }
 
 /*
+ * cpuhp_tasks_frozen is clear once the secondary CPUs are thawed: a state
+ * installed right after thaw_secondary_cpus() runs its startups with it
+ * clear, as for any install outside suspend/resume.
+ */
+static void cpuhp_rollback_frozen_clear_after_thaw(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	struct cpuhp_rec_log *got;
+	int ret;
+
+	cpuhp_rec_remove(rb->rec, H, CPUHP_REC_NOCALLS);
+	ret = freeze_secondary_cpus(0);
+	thaw_secondary_cpus();
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	cpuhp_rec_clear(rb->rec);
+
+	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, H, CPUHP_AP_ONLINE_DYN, CPUHP_REC_INVOKE),
+			0);
+	got = cpuhp_rec_read(rb->rec);
+	KUNIT_ASSERT_EQ(test, got->len, cpumask_weight(rb->rec->online));
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
+}
+
+/*
  * A teardown that fails during the freeze: freeze_secondary_cpus() returns
  * its error, and after the thaw every CPU is online with every state up.
  */
@@ -528,6 +552,11 @@ static void cpuhp_rollback_freeze_fails(struct kunit *test)
 }
 #else
 static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
+{
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+}
+
+static void cpuhp_rollback_frozen_clear_after_thaw(struct kunit *test)
 {
 	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
 }
@@ -836,6 +865,7 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_up_undo_fails),
 	KUNIT_CASE(cpuhp_rollback_frozen_clear_in_hotplug),
 	KUNIT_CASE(cpuhp_rollback_frozen_set_in_suspend),
+	KUNIT_CASE(cpuhp_rollback_frozen_clear_after_thaw),
 	KUNIT_CASE(cpuhp_rollback_freeze_fails),
 	KUNIT_CASE(cpuhp_rollback_trace_up),
 	KUNIT_CASE(cpuhp_rollback_trace_down),

@@ -152,6 +152,10 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--smp', default='4')
     ap.add_argument('--filter', default='')
     ap.add_argument('--timeout', default='60')
+    ap.add_argument('--config', default='default',
+                    help='kconfigs/CONFIG.config: e.g. debug, for lockdep under the stress case')
+    ap.add_argument('--seed', default='0', help='cpuhp_stress seed for every mutant run')
+    ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations per run')
     args = ap.parse_args(argv)
     patches = sorted(args.mutants.glob('*.patch'))
     if not patches:
@@ -166,8 +170,10 @@ def main(argv: Sequence[str]) -> int:
 def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
     t = tree.prepare(args.kver, REPO)
     run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
-                '--timeout', args.timeout]
-    base = REPO / 'out' / f'{args.kver}-mutate'
+                '--timeout', args.timeout, '--config', args.config, '--seed', args.seed,
+                '--stress-ops', args.stress_ops]
+    suffix = '' if args.config == 'default' else f'-{args.config}'
+    base = REPO / 'out' / f'{args.kver}{suffix}-mutate'
     outcomes: List[Outcome] = []
     for patch in patches:
         o = run_one(patch, t, run_args, base / patch.stem)

@@ -106,6 +106,16 @@ def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False
         skips=skips, known=known, strict=strict, context=context)
 
 
+def stress_kernel_args(args: argparse.Namespace) -> List[str]:
+    """cpuhp_stress's seed and length, when set (0: the suite's own)."""
+    out = []
+    if getattr(args, 'seed', 0):
+        out.append(f'cpuhp_kunit.stress_seed={args.seed}')
+    if getattr(args, 'stress_ops', 0):
+        out.append(f'cpuhp_kunit.stress_ops={args.stress_ops}')
+    return out
+
+
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
                   out: Path) -> List[str]:
     # Every fragment builds on the default one (all suites, SMP, hotplug).
@@ -119,6 +129,7 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
     cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
     if args.strict:
         cmd += [f'--kernel_args={a}' for a in STRICT_KERNEL_ARGS]
+    cmd += [f'--kernel_args={a}' for a in stress_kernel_args(args)]
     if args.filter:
         cmd.append(args.filter)
     return cmd
@@ -365,6 +376,10 @@ def parser() -> argparse.ArgumentParser:
                     help='the guest also runs kunit/*_test.sh (make coverage\'s initramfs)')
     ap.add_argument('--fixes', type=int, choices=(0, 1), default=0,
                     help='1: apply src/fixes/series (our kernel fixes) on top of src/series')
+    ap.add_argument('--seed', type=int, default=0,
+                    help='cpuhp_stress: seed of the random walk (0: a random one, printed)')
+    ap.add_argument('--stress-ops', type=int, default=0,
+                    help='cpuhp_stress: operations of the walk (0: the suite\'s default)')
     ap.add_argument('--strict', type=int, choices=(0, 1), default=0,
                     help='1: known failures (kunit/known-failures) are red, and what is '
                     'known to wedge a CPU runs too')
