@@ -47,14 +47,16 @@
 #include <linux/moduleparam.h>
 #include <linux/prandom.h>
 #include <linux/random.h>
+#include <linux/string.h>
 
 #include "cpuhp_recorder.h"
 
 /* Errors no part of the hotplug core returns by itself. */
 #define CPUHP_STRESS_ERR	(-ENOTUNIQ)
 
-/* Threads installing and removing states while the walk runs. */
+/* Threads installing and removing states while the walk runs, and their states' name. */
 #define CPUHP_STRESS_THREADS	2
+#define CPUHP_STRESS_THREAD_NAME	"cpuhp_kunit:stress_thread"
 
 static ulong cpuhp_stress_seed;
 module_param_named(stress_seed, cpuhp_stress_seed, ulong, 0444);
@@ -227,7 +229,10 @@ static bool cpuhp_stress_expect_ok(struct cpuhp_stress *s, int ret, const char *
 	return !ret;
 }
 
-/* A stoppable named state of the online section (CPUHP_AP_ONLINE_DYN and up). */
+/*
+ * A stoppable named state of the online section (CPUHP_AP_ONLINE_DYN and
+ * up), not one of the threads' (they may remove it before the CPU gets there).
+ */
 static int cpuhp_stress_target(struct cpuhp_stress *s)
 {
 	int n = CPUHP_ONLINE - CPUHP_AP_ONLINE_DYN, i, state;
@@ -235,7 +240,8 @@ static int cpuhp_stress_target(struct cpuhp_stress *s)
 
 	for (i = cpuhp_stress_draw(s, n); ; i = (i + 1) % n) {
 		state = CPUHP_AP_ONLINE_DYN + i;
-		if (!cpuhp_kunit_step(state, &step) && step.name && !step.cant_stop)
+		if (!cpuhp_kunit_step(state, &step) && step.name && !step.cant_stop &&
+		    !str_has_prefix(step.name, CPUHP_STRESS_THREAD_NAME))
 			return state;
 	}
 }
@@ -377,7 +383,7 @@ static int cpuhp_stress_thread(void *data)
 		enum cpuhp_state range = n & 1 ? CPUHP_AP_ONLINE_DYN : CPUHP_BP_PREPARE_DYN;
 
 		if (n & 2) {
-			state = cpuhp_setup_state_multi(range, "cpuhp_kunit:stress_multi",
+			state = cpuhp_setup_state_multi(range, CPUHP_STRESS_THREAD_NAME,
 							cpuhp_stress_noop_multi,
 							cpuhp_stress_noop_multi);
 			if (state > 0) {
@@ -386,12 +392,12 @@ static int cpuhp_stress_thread(void *data)
 				cpuhp_remove_multi_state(state);
 			}
 		} else if (n & 4) {
-			state = cpuhp_setup_state(range, "cpuhp_kunit:stress", cpuhp_stress_noop,
-						  cpuhp_stress_noop);
+			state = cpuhp_setup_state(range, CPUHP_STRESS_THREAD_NAME,
+						  cpuhp_stress_noop, cpuhp_stress_noop);
 			if (state > 0)
 				cpuhp_remove_state(state);
 		} else {
-			state = cpuhp_setup_state_nocalls(range, "cpuhp_kunit:stress",
+			state = cpuhp_setup_state_nocalls(range, CPUHP_STRESS_THREAD_NAME,
 							  cpuhp_stress_noop, cpuhp_stress_noop);
 			if (state > 0)
 				cpuhp_remove_state_nocalls(state);
