@@ -12,12 +12,14 @@ FIXES   ?= 0
 STRICT  ?= 0
 SEED    ?= 0
 STRESS_OPS ?= 0
+# The kernel configs make matrix (and so make test) runs: one build each.
+CONFIGS ?= default debug kasan rt
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
 
-.PHONY: help run run-debug test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+.PHONY: help run run-debug matrix test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
@@ -26,7 +28,8 @@ help:
 	@echo 'targets:'
 	@echo '  run          prepare the cached tree, build, boot in QEMU, judge -> out/$(KVER)/'
 	@echo '  run-debug    run with CONFIG=debug: lockdep, PROVE_RCU, atomic-sleep and object checks'
-	@echo '  test         tools-test, run, run-debug, then coverage with its gate (what CI runs)'
+	@echo '  matrix       run for each config of CONFIGS ($(CONFIGS)); red if any is'
+	@echo '  test         tools-test, matrix, then coverage with its gate (what CI runs)'
 	@echo '  tools-test   mypy --strict and the tools own tests on recorded consoles'
 	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
 	@echo '  coverage     the suites on a gcov kernel: lcov summary, html, gate -> out/$(KVER)-coverage/'
@@ -47,6 +50,7 @@ help:
 	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures) are red; run what wedges a CPU'
 	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
+	@echo '  CONFIGS=$(CONFIGS)  the configs make matrix and make test run'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
 	@echo '  CPUHP_KUNIT_NOWAIT=1 (env) fail at once when another run holds the cache'
 	@echo '  CPUHP_KUNIT_DIRTY=1 (env) test a cached tree with local edits or commits'
@@ -65,7 +69,11 @@ judge:
 run-debug:
 	$(MAKE) run CONFIG=debug
 
-test: tools-test run run-debug coverage
+# Every config runs even when an earlier one is red; the exit status says if any was.
+matrix:
+	@rc=0; for c in $(CONFIGS); do $(MAKE) run CONFIG=$$c || rc=1; done; exit $$rc
+
+test: tools-test matrix coverage
 
 prepare:
 	$(PYTHON) tools/cpuhpk/tree.py --kver '$(KVER)'

@@ -8,7 +8,8 @@
  * states of their own:
  *
  *  - every CPU is at rest: state == target, online exactly when its state is
- *    above CPUHP_BRINGUP_CPU, active when online at CPUHP_ONLINE;
+ *    above CPUHP_BRINGUP_CPU, active when online at CPUHP_ONLINE; a CPU
+ *    driven to a target is there;
  *  - for every installed recorder state (and instance) and every CPU, the
  *    successful startups minus teardowns are 1 if the CPU's state is at or
  *    above the state and 0 below it: every rollback undid exactly what ran;
@@ -246,19 +247,22 @@ static int cpuhp_stress_target(struct cpuhp_stress *s)
 	}
 }
 
+/* A CPU, online or offline, driven to a target (down or up to it) and back. */
 static bool cpuhp_stress_op_target(struct cpuhp_stress *s)
 {
 	unsigned int cpu = cpuhp_stress_cpu(s);
-	int target = cpuhp_stress_target(s), ret;
+	int target = cpuhp_stress_target(s), start = cpuhp_stress_state_of(cpu), ret;
 
-	if (cpuhp_stress_state_of(cpu) != CPUHP_ONLINE)
-		return cpuhp_stress_expect_ok(s, add_cpu(cpu), "bring a CPU up");
 	ret = cpuhp_kunit_set_target(cpu, target);
-	if (!cpuhp_stress_expect_ok(s, ret, "drive a CPU to a target") ||
-	    !cpuhp_stress_check(s, CPUHP_STRESS_TARGET))
+	if (!cpuhp_stress_expect_ok(s, ret, "drive a CPU to a target"))
 		return false;
-	return cpuhp_stress_expect_ok(s, cpuhp_kunit_set_target(cpu, CPUHP_ONLINE),
-				      "drive a CPU back to online");
+	KUNIT_EXPECT_EQ_MSG(s->test, cpuhp_stress_state_of(cpu), target,
+			    "seed %lu op %u: CPU %u driven from %d", cpuhp_stress_seed, s->op, cpu,
+			    start);
+	if (cpuhp_stress_state_of(cpu) != target || !cpuhp_stress_check(s, CPUHP_STRESS_TARGET))
+		return false;
+	return cpuhp_stress_expect_ok(s, cpuhp_kunit_set_target(cpu, start),
+				      "drive a CPU back where it was");
 }
 
 /* Install a free slot (any range, single or multi) or remove an installed one. */
@@ -328,9 +332,13 @@ static bool cpuhp_stress_op_fail(struct cpuhp_stress *s)
 		if (!cpuhp_stress_expect_ok(s, ret, "arm the fail attribute"))
 			return false;
 	} else {
+		/* Of a multi-instance state, one instance: not always the first called. */
+		int instance = cpuhp_rec_is_multi(s->rec, slot) ?
+			       cpuhp_stress_draw(s, CPUHP_REC_INSTANCES) : CPUHP_REC_ANY;
+
 		err = CPUHP_STRESS_ERR;
 		cpuhp_rec_arm_once(s->rec, slot, down ? CPUHP_REC_TEARDOWN : CPUHP_REC_STARTUP,
-				   cpu, CPUHP_REC_ANY, err);
+				   cpu, instance, err);
 	}
 	ret = cpuhp_stress_toggle_cpu(cpu);
 	cpuhp_rec_disarm(s->rec);
