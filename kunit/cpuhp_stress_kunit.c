@@ -15,8 +15,9 @@
  *    above the state and 0 below it: every rollback undid exactly what ran;
  *  - the callbacks of a hotplug operation saw cpuhp_tasks_frozen set in the
  *    suspend path and clear otherwise;
- *  - an injected failure is returned by the operation it was armed for, or
- *    the operation succeeds because it never reached the state;
+ *  - an injected failure that fired (the recorder logged it, or the fail
+ *    attribute was consumed) is what the operation returns; one that did
+ *    not fire leaves the operation successful;
  *  - when the threads stop and the states are removed, every dynamic slot
  *    is free again.
  *
@@ -309,6 +310,18 @@ static bool cpuhp_stress_op_instance(struct cpuhp_stress *s)
 				      "add an instance");
 }
 
+/* A callback of this operation returned @err: the recorder's fault fired. */
+static bool cpuhp_stress_logged_error(struct cpuhp_stress *s, int err)
+{
+	struct cpuhp_rec_log *got = cpuhp_rec_read(s->rec);
+	unsigned int i;
+
+	for (i = 0; i < got->len; i++)
+		if (got->calls[i].ret == err)
+			return true;
+	return false;
+}
+
 /*
  * Arm a one-shot failure of an installed state on a CPU, in the direction
  * the CPU's next down or up takes, then do it: the operation returns the
@@ -322,6 +335,7 @@ static bool cpuhp_stress_op_fail(struct cpuhp_stress *s)
 	int slot = cpuhp_stress_draw(s, CPUHP_REC_SLOTS), err, ret;
 	bool down = cpuhp_stress_state_of(cpu) == CPUHP_ONLINE;
 	bool attribute = cpuhp_stress_draw(s, 2);
+	bool fired;
 
 	if (!cpuhp_rec_is_installed(s->rec, slot) ||
 	    (down && cpuhp_rec_state(s->rec, slot) < CPUHP_AP_ONLINE_DYN))
@@ -341,13 +355,15 @@ static bool cpuhp_stress_op_fail(struct cpuhp_stress *s)
 				   cpu, instance, err);
 	}
 	ret = cpuhp_stress_toggle_cpu(cpu);
+	fired = attribute ? cpuhp_kunit_get_fail(cpu) == CPUHP_INVALID :
+			    cpuhp_stress_logged_error(s, err);
 	cpuhp_rec_disarm(s->rec);
 	cpuhp_kunit_set_fail(cpu, CPUHP_INVALID);
-	s->failed += ret == err;
-	KUNIT_EXPECT_TRUE_MSG(s->test, ret == 0 || ret == err,
-			      "seed %lu op %u: CPU %u %s returned %d, armed %d", cpuhp_stress_seed,
-			      s->op, cpu, down ? "down" : "up", ret, err);
-	return ret == 0 || ret == err;
+	s->failed += fired;
+	KUNIT_EXPECT_EQ_MSG(s->test, ret, fired ? err : 0,
+			    "seed %lu op %u: CPU %u %s, the armed failure %s", cpuhp_stress_seed,
+			    s->op, cpu, down ? "down" : "up", fired ? "fired" : "did not fire");
+	return ret == (fired ? err : 0);
 }
 
 #ifdef CONFIG_PM_SLEEP_SMP
