@@ -318,6 +318,13 @@ class CommandTest(unittest.TestCase):
         self.assertIn('--kernel_args=cpuhp_kunit.sweep_wedging=1',
                       self.command('--strict', '1'))
 
+    def test_stress_seed_and_length_reach_the_kernel(self) -> None:
+        cmd = self.command()
+        self.assertFalse([a for a in cmd if 'stress' in a])
+        cmd = self.command('--seed', '1443673203', '--stress-ops', '1200')
+        self.assertIn('--kernel_args=cpuhp_kunit.stress_seed=1443673203', cmd)
+        self.assertIn('--kernel_args=cpuhp_kunit.stress_ops=1200', cmd)
+
     def test_out_dir_of_fixes(self) -> None:
         self.assertEqual(run.out_dir('6.12', 'debug', True).name, '6.12-debug-fixes')
         self.assertEqual(run.out_dir('6.12', 'default').name, '6.12')
