@@ -14,12 +14,13 @@ SEED    ?= 0
 STRESS_OPS ?= 0
 # The kernel configs make matrix (and so make test) runs: one build each.
 CONFIGS ?= default debug kasan rt
+SHARD   ?=
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
 
-.PHONY: help run run-debug matrix test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+.PHONY: help run run-debug matrix matrix-list test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
@@ -30,6 +31,7 @@ help:
 	@echo '  run-debug    run with CONFIG=debug: lockdep, PROVE_RCU, atomic-sleep and object checks'
 	@echo '  matrix       run for each config of CONFIGS ($(CONFIGS)); red if any is'
 	@echo '  test         tools-test, matrix, then coverage with its gate (what CI runs)'
+	@echo '  matrix-list  the jobs of make test, one a line (make arguments)'
 	@echo '  tools-test   mypy --strict and the tools own tests on recorded consoles'
 	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
 	@echo '  coverage     the suites on a gcov kernel: lcov summary, html, gate -> out/$(KVER)-coverage/'
@@ -51,6 +53,7 @@ help:
 	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
 	@echo '  CONFIGS=$(CONFIGS)  the configs make matrix and make test run'
+	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
 	@echo '  CPUHP_KUNIT_NOWAIT=1 (env) fail at once when another run holds the cache'
 	@echo '  CPUHP_KUNIT_DIRTY=1 (env) test a cached tree with local edits or commits'
@@ -83,7 +86,12 @@ coverage:
 
 mutate:
 	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' \
-		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)'
+		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)' \
+		--shard '$(SHARD)'
+
+# The jobs make test runs, one a line, as make arguments (for a CI engine's matrix).
+matrix-list:
+	@for c in $(CONFIGS); do echo "run KVER=$(KVER) CONFIG=$$c"; done; echo "coverage KVER=$(KVER)"
 
 bench:
 	sh tools/bench.sh

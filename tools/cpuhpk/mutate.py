@@ -154,6 +154,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--timeout', default='60')
     ap.add_argument('--config', default='default',
                     help='kconfigs/CONFIG.config: e.g. debug, for lockdep under the stress case')
+    ap.add_argument('--shard', default='', metavar='I/N',
+                    help='run only the I-th of N shards of the sorted mutants (1-based)')
     ap.add_argument('--seed', default='0', help='cpuhp_stress seed for every mutant run')
     ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations per run')
     args = ap.parse_args(argv)
@@ -161,10 +163,31 @@ def main(argv: Sequence[str]) -> int:
     if not patches:
         print(f'cpuhp-kunit: error: no *.patch in {args.mutants}', file=sys.stderr)
         return 1
+    try:
+        patches = shard(patches, args.shard)
+    except ValueError as e:
+        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
+        return 2
     # SIGTERM as well as Ctrl-C unwinds through run_one(): the child run is
     # ended and the mutant reversed before the process ends.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     return tree.locked(f'make mutate KVER={args.kver}', lambda: mutate(args, patches))
+
+
+def shard(patches: Sequence[Path], spec: str) -> List[Path]:
+    """The I-th of N shards ('I/N', 1-based) of @patches: every N-th from the I-th.
+
+    Deterministic for the same directory: the shards of 1/N..N/N together
+    are @patches, each once.
+    """
+    if not spec:
+        return list(patches)
+    i_text, sep, n_text = spec.partition('/')
+    valid = sep and i_text.isdigit() and n_text.isdigit()
+    if not valid or not 1 <= int(i_text) <= int(n_text):
+        raise ValueError(f'SHARD={spec}: expected I/N with 1 <= I <= N, e.g. SHARD=2/4')
+    i, n = int(i_text), int(n_text)
+    return [p for k, p in enumerate(sorted(patches)) if k % n == i - 1]
 
 
 def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:

@@ -478,3 +478,26 @@ class MutantTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class ShardTest(unittest.TestCase):
+    PATCHES = [Path(f'm{k:02}.patch') for k in range(11)]
+
+    def test_shards_cover_the_set_once(self) -> None:
+        for n in range(1, 6):
+            parts = [mutate.shard(self.PATCHES, f'{i}/{n}') for i in range(1, n + 1)]
+            together = [p for part in parts for p in part]
+            self.assertEqual(sorted(together), self.PATCHES)
+            self.assertEqual(len(together), len(set(together)))
+
+    def test_deterministic_whatever_the_order(self) -> None:
+        self.assertEqual(mutate.shard(list(reversed(self.PATCHES)), '2/3'),
+                         mutate.shard(self.PATCHES, '2/3'))
+
+    def test_no_shard_is_everything(self) -> None:
+        self.assertEqual(mutate.shard(self.PATCHES, ''), self.PATCHES)
+
+    def test_bad_specs(self) -> None:
+        for spec in ('0/3', '4/3', '3', 'a/b', '1/0', '-1/2'):
+            with self.assertRaises(ValueError, msg=spec):
+                mutate.shard(self.PATCHES, spec)
