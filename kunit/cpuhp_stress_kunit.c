@@ -99,7 +99,7 @@ struct cpuhp_stress {
 	u32 digest;			/* of the drawn sequence */
 	unsigned int op;		/* index of the running operation */
 	unsigned int done[CPUHP_STRESS_NR_OPS];
-	unsigned int failed;		/* operations that returned the armed error */
+	unsigned int failed;		/* armed failures that fired */
 	struct task_struct *threads[CPUHP_STRESS_THREADS];
 	atomic_t thread_ops;
 };
