@@ -49,7 +49,7 @@ help:
 	@echo '  MUTANTS=$(MUTANTS)  directory of -p1 mutant patches for make mutate'
 	@echo '  CONSOLE=$(CONSOLE)  console log for make judge'
 	@echo '  FIXES=$(FIXES)       1: apply our kernel fixes (src/fixes/series) -> out/$$KVER[-$$CONFIG]-fixes/'
-	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures) are red; run what wedges a CPU'
+	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures-$$KVER) are red; run what wedges a CPU'
 	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
 	@echo '  CONFIGS=$(CONFIGS)  the configs make matrix and make test run'

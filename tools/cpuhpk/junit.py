@@ -51,7 +51,7 @@ def _testcase(suite_el: ET.Element, classname: str, name: str, problems: List[Pr
     tc = _el(suite_el, 'testcase', name=name, classname=classname)
     diagnostics = '\n'.join(test.diagnostics) if test is not None else ''
     if known and not problems:
-        # A finding listed in kunit/known-failures: not red unless STRICT=1.
+        # A finding listed in kunit/known-failures-<KVER>: not red unless STRICT=1.
         _el(tc, 'skipped', _problem_text(known), message=f'known failure: {known[0].message}')
     elif problems:
         errors = [p for p in problems if p.category not in FAILURE_CATEGORIES]

@@ -45,7 +45,11 @@ KERNEL_ARGS = ('panic=-1',)
 # Seconds kunit.py, make and QEMU get to end after SIGTERM before SIGKILL.
 GRACE = 10
 EXPECTED_SKIPS = REPO / 'kunit' / 'expected-skips'
-KNOWN_FAILURES = REPO / 'kunit' / 'known-failures'
+
+
+def known_failures_path(kver: str) -> Path:
+    """The known failures of one kernel series: kunit/known-failures-<KVER>."""
+    return REPO / 'kunit' / f'known-failures-{kver}'
 # STRICT=1 also runs what is known to wedge a CPU (kunit/cpuhp_sweep_kunit.c).
 STRICT_KERNEL_ARGS = ('cpuhp_kunit.sweep_wedging=1',)
 COMPILER_ERROR = re.compile(r': (?:fatal )?error: |undefined reference')
@@ -98,7 +102,7 @@ def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False
     """What a run of the kunit/ suites with @filter_glob must show."""
     try:
         skips = verdict.read_expected_skips(EXPECTED_SKIPS)
-        known = verdict.read_known_failures(KNOWN_FAILURES)
+        known = verdict.read_known_failures(known_failures_path(context.get('kver', '')))
     except ValueError as e:
         raise tree.PrepareError(f'kunit/{e}') from None
     return verdict.Expectations(
@@ -234,7 +238,7 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
     elif rc not in (0, None) and v.ok:
         if v.known:
             tree.log('kunit.py exits 1 for the known failures; the verdict follows '
-                     'kunit/known-failures')
+                     'kunit/known-failures-<KVER>')
         elif v.passed == 0 and v.skipped:
             tree.log('every case was skipped: kunit.py exits 1 for that; the verdict follows '
                      'kunit/expected-skips')
@@ -296,7 +300,7 @@ def amend_kunit_json(path: Path, v: verdict.Verdict) -> None:
             case = {'name': parts[-1]}
             (sub['test_cases'] if sub is not None else group['test_cases']).append(case)
         if p in v.known:
-            # A finding in kunit/known-failures: what kunit.py calls FAIL is not red.
+            # A finding in kunit/known-failures-<KVER>: what kunit.py calls FAIL is not red.
             if case.get('status', 'FAIL') == 'FAIL':
                 case['status'] = 'SKIP'
         elif rank[status] > rank.get(case.get('status', 'PASS'), 0):
@@ -327,7 +331,7 @@ def summary(v: verdict.Verdict) -> List[str]:
     lines += [f'cpuhp-kunit: FAIL: [{p.category}] {p}' for p in v.problems]
     if v.known:
         lines.append(f'cpuhp-kunit: {v.closing_counts()[3]} known failure(s) '
-                     '(kunit/known-failures; STRICT=1 makes them red)')
+                     '(kunit/known-failures-<KVER>; STRICT=1 makes them red)')
     lines.append('cpuhp-kunit: PASS' if v.ok else 'cpuhp-kunit: FAIL')
     lines.append(counts_line(v))
     return lines
@@ -381,7 +385,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument('--stress-ops', type=int, default=0,
                     help='cpuhp_stress: operations of the walk (0: the suite\'s default)')
     ap.add_argument('--strict', type=int, choices=(0, 1), default=0,
-                    help='1: known failures (kunit/known-failures) are red, and what is '
+                    help='1: known failures (kunit/known-failures-<KVER>) are red, and what is '
                     'known to wedge a CPU runs too')
     return ap
 

@@ -73,7 +73,7 @@ def outcomes(states: List[State], root: ktap.Test, v: Verdict) -> None:
         if name in bad:
             state.cells[column], state.notes[column] = 'failed', bad[name].message
         elif name in known:
-            # The why of the kunit/known-failures row, not the assertion.
+            # The why of the kunit/known-failures-<KVER> row, not the assertion.
             why = known[name].message.rpartition('[known failure: ')[2].rstrip(']')
             state.cells[column], state.notes[column] = 'finding', why
         elif t.status is ktap.Status.PASS:

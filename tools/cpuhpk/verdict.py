@@ -61,7 +61,7 @@ class Verdict:
     missing: int = 0
     problems: List[Problem] = dataclasses.field(default_factory=list)
     skips: List[Skip] = dataclasses.field(default_factory=list)
-    # Problems of cases listed in kunit/known-failures: findings, not red.
+    # Problems of cases listed in kunit/known-failures-<KVER>: findings, not red.
     known: List[Problem] = dataclasses.field(default_factory=list)
     # suite.case[.param] -> its KTAP status (pass, fail, skip, crashed, ...).
     statuses: Dict[str, str] = dataclasses.field(default_factory=dict)
@@ -236,7 +236,7 @@ class KnownFailure:
 
 
 def read_known_failures(path: Path) -> List[KnownFailure]:
-    """kunit/known-failures: '<case glob> | <when> | <why>' per line."""
+    """kunit/known-failures-<KVER>: '<case glob> | <when> | <why>' per line."""
     known = []
     for case, text, why, where in _read_table(path, ('case glob', 'when', 'why')):
         when = _when(text, where, WHEN_KEYS + ('report',))

@@ -480,6 +480,17 @@ if __name__ == '__main__':
     unittest.main()
 
 
+class KnownFailuresPerKverTest(unittest.TestCase):
+    def test_each_series_reads_its_own_table(self) -> None:
+        ctx = {'config': 'default', 'smp': '4', 'fixes': '0'}
+        known_612 = run.expectations('', {**ctx, 'kver': '6.12'}).known
+        self.assertTrue(known_612)
+        self.assertEqual(run.known_failures_path('6.12').name, 'known-failures-6.12')
+        # A series without a table has no known failures: every failure is red.
+        self.assertFalse(run.known_failures_path('6.1').exists())
+        self.assertEqual(list(run.expectations('', {**ctx, 'kver': '6.1'}).known), [])
+
+
 class ShardTest(unittest.TestCase):
     PATCHES = [Path(f'm{k:02}.patch') for k in range(11)]
 

@@ -259,7 +259,7 @@ class KnownFailureTest(unittest.TestCase):
         self.assertFalse(v.ok)
 
     def test_the_real_table_parses(self) -> None:
-        self.assertTrue(verdict.read_known_failures(KUNIT / 'known-failures'))
+        self.assertTrue(verdict.read_known_failures(KUNIT / 'known-failures-6.12'))
 
 
 class KnownReportTest(unittest.TestCase):
@@ -310,7 +310,7 @@ class KnownReportTest(unittest.TestCase):
         # make run CONFIG=debug on 6.12.118 that hit the race (unedited).
         exp = verdict.Expectations(
             skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
-            known=verdict.read_known_failures(KUNIT / 'known-failures'),
+            known=verdict.read_known_failures(KUNIT / 'known-failures-6.12'),
             context={'kver': '6.12', 'config': 'debug', 'smp': '4', 'fixes': '0'})
         v = verdict.judge_console(console('vmstat_race_debug_console.log'), exp)[2]
         self.assertTrue(v.ok, [str(p) for p in v.problems])
