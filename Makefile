@@ -87,7 +87,7 @@ coverage:
 mutate:
 	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' \
 		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)' \
-		--shard '$(SHARD)'
+		--shard '$(SHARD)' --strict '$(STRICT)'
 
 # The jobs make test runs, one a line, as make arguments (for a CI engine's matrix).
 matrix-list:

@@ -154,6 +154,9 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--timeout', default='60')
     ap.add_argument('--config', default='default',
                     help='kconfigs/CONFIG.config: e.g. debug, for lockdep under the stress case')
+    ap.add_argument('--strict', default='0', choices=('0', '1'),
+                    help='1: known failures kill a mutant too (make run STRICT=1); FIXES is not '
+                    'passed on: the mutants are written against the test series')
     ap.add_argument('--shard', default='', metavar='I/N',
                     help='run only the I-th of N shards of the sorted mutants (1-based)')
     ap.add_argument('--seed', default='0', help='cpuhp_stress seed for every mutant run')
@@ -194,7 +197,7 @@ def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
     t = tree.prepare(args.kver, REPO)
     run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
                 '--timeout', args.timeout, '--config', args.config, '--seed', args.seed,
-                '--stress-ops', args.stress_ops]
+                '--stress-ops', args.stress_ops, '--strict', args.strict]
     suffix = '' if args.config == 'default' else f'-{args.config}'
     base = REPO / 'out' / f'{args.kver}{suffix}-mutate'
     outcomes: List[Outcome] = []
