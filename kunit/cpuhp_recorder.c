@@ -142,18 +142,14 @@ void cpuhp_rec_disarm(struct cpuhp_recorder *rec)
 static void cpuhp_rec_cleanup(void *data)
 {
 	struct cpuhp_recorder *rec = data;
-	int slot, i;
+	int slot;
 
 	cpuhp_rec_disarm(rec);
 	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++) {
 		struct cpuhp_rec_slot *s = &rec->slots[slot];
 
-		if (!s->installed)
-			continue;
-		for (i = 0; (s->flags & CPUHP_REC_MULTI) && i < CPUHP_REC_INSTANCES; i++)
-			if (rec->instances[i].added)
-				cpuhp_rec_remove_instance(rec, slot, i, CPUHP_REC_NOCALLS);
-		cpuhp_rec_remove(rec, slot, CPUHP_REC_NOCALLS);
+		if (s->installed)
+			cpuhp_rec_remove_all(rec, slot, CPUHP_REC_NOCALLS);
 	}
 	WRITE_ONCE(cpuhp_rec_current, NULL);
 }
@@ -277,6 +273,17 @@ void cpuhp_rec_remove(struct cpuhp_recorder *rec, int slot, unsigned int flags)
 		cpuhp_remove_state_nocalls(s->state);
 	}
 	s->installed = false;
+}
+
+/* Remove @slot's instances, if it has any, then @slot itself: all with @flags. */
+void cpuhp_rec_remove_all(struct cpuhp_recorder *rec, int slot, unsigned int flags)
+{
+	int i;
+
+	for (i = 0; (rec->slots[slot].flags & CPUHP_REC_MULTI) && i < CPUHP_REC_INSTANCES; i++)
+		if (rec->instances[i].added)
+			cpuhp_rec_remove_instance(rec, slot, i, flags);
+	cpuhp_rec_remove(rec, slot, flags);
 }
 
 /* cpuhp_state_add_instance() of @instance to @slot's state, or its _nocalls variant. */

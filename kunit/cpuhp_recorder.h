@@ -98,6 +98,7 @@ struct cpuhp_recorder *cpuhp_rec_start(struct kunit *test);
 int cpuhp_rec_setup(struct cpuhp_recorder *rec, int slot, enum cpuhp_state state,
 		    unsigned int flags);
 void cpuhp_rec_remove(struct cpuhp_recorder *rec, int slot, unsigned int flags);
+void cpuhp_rec_remove_all(struct cpuhp_recorder *rec, int slot, unsigned int flags);
 int cpuhp_rec_add_instance(struct cpuhp_recorder *rec, int slot, int instance,
 			   unsigned int flags);
 void cpuhp_rec_remove_instance(struct cpuhp_recorder *rec, int slot, int instance,

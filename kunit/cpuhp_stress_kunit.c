@@ -266,26 +266,31 @@ static bool cpuhp_stress_op_target(struct cpuhp_stress *s)
 				      "drive a CPU back where it was");
 }
 
+/* The slot installed as a multi-instance state, or -1. */
+static int cpuhp_stress_multi_slot(struct cpuhp_stress *s)
+{
+	int slot;
+
+	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++)
+		if (cpuhp_rec_is_multi(s->rec, slot))
+			return slot;
+	return -1;
+}
+
 /* Install a free slot (any range, single or multi) or remove an installed one. */
 static bool cpuhp_stress_op_install(struct cpuhp_stress *s)
 {
 	static const enum cpuhp_state ranges[] = { CPUHP_AP_ONLINE_DYN, CPUHP_BP_PREPARE_DYN };
-	int slot = cpuhp_stress_draw(s, CPUHP_REC_SLOTS), i, ret;
+	int slot = cpuhp_stress_draw(s, CPUHP_REC_SLOTS), ret;
 	unsigned int flags;
 
 	if (cpuhp_rec_is_installed(s->rec, slot)) {
-		for (i = 0; cpuhp_rec_is_multi(s->rec, slot) && i < CPUHP_REC_INSTANCES; i++)
-			if (cpuhp_rec_instance_added(s->rec, i))
-				cpuhp_rec_remove_instance(s->rec, slot, i, CPUHP_REC_INVOKE);
-		cpuhp_rec_remove(s->rec, slot, CPUHP_REC_INVOKE);
+		cpuhp_rec_remove_all(s->rec, slot, CPUHP_REC_INVOKE);
 		return true;
 	}
 	/* One multi-instance slot at a time: the recorder has one set of instances. */
-	for (i = 0; i < CPUHP_REC_SLOTS; i++)
-		if (cpuhp_rec_is_multi(s->rec, i))
-			break;
 	flags = CPUHP_REC_INVOKE;
-	if (i == CPUHP_REC_SLOTS && cpuhp_stress_draw(s, 2))
+	if (cpuhp_stress_multi_slot(s) < 0 && cpuhp_stress_draw(s, 2))
 		flags = CPUHP_REC_MULTI;
 	ret = cpuhp_rec_setup(s->rec, slot, ranges[cpuhp_stress_draw(s, 2)], flags);
 	return cpuhp_stress_expect_ok(s, ret < 0 ? ret : 0, "install a state");
@@ -294,12 +299,10 @@ static bool cpuhp_stress_op_install(struct cpuhp_stress *s)
 /* Add an instance to the multi-instance slot, or remove one. */
 static bool cpuhp_stress_op_instance(struct cpuhp_stress *s)
 {
-	int instance = cpuhp_stress_draw(s, CPUHP_REC_INSTANCES), slot;
+	int instance = cpuhp_stress_draw(s, CPUHP_REC_INSTANCES);
+	int slot = cpuhp_stress_multi_slot(s);
 
-	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++)
-		if (cpuhp_rec_is_multi(s->rec, slot))
-			break;
-	if (slot == CPUHP_REC_SLOTS)
+	if (slot < 0)
 		return true;
 	if (cpuhp_rec_instance_added(s->rec, instance)) {
 		cpuhp_rec_remove_instance(s->rec, slot, instance, CPUHP_REC_INVOKE);
@@ -520,13 +523,9 @@ static void cpuhp_stress_walk(struct kunit *test)
 	}
 
 	cpuhp_stress_stop_threads(s);
-	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++) {
-		for (i = 0; cpuhp_rec_is_multi(s->rec, slot) && i < CPUHP_REC_INSTANCES; i++)
-			if (cpuhp_rec_instance_added(s->rec, i))
-				cpuhp_rec_remove_instance(s->rec, slot, i, CPUHP_REC_INVOKE);
+	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++)
 		if (cpuhp_rec_is_installed(s->rec, slot))
-			cpuhp_rec_remove(s->rec, slot, CPUHP_REC_INVOKE);
-	}
+			cpuhp_rec_remove_all(s->rec, slot, CPUHP_REC_INVOKE);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_free_states(CPUHP_AP_ONLINE_DYN), free_ap);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_free_states(CPUHP_BP_PREPARE_DYN), free_bp);
 
