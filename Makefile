@@ -15,29 +15,31 @@ STRESS_OPS ?= 0
 # The kernel configs make matrix (and so make test) runs: one build each.
 CONFIGS ?= default debug kasan rt
 SHARD   ?=
+DIRS    ?=
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
 
-.PHONY: help run run-debug matrix matrix-list test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+.PHONY: help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
 
 help:
 	@echo 'targets:'
-	@echo '  run          prepare the cached tree, build, boot in QEMU, judge -> out/$(KVER)/'
+	@echo '  run          prepare the cached tree, build, boot in QEMU, judge, coverage report -> out/$(KVER)[-$$CONFIG]/'
 	@echo '  run-debug    run with CONFIG=debug: lockdep, PROVE_RCU, atomic-sleep and object checks'
-	@echo '  matrix       run for each config of CONFIGS ($(CONFIGS)); red if any is'
-	@echo '  test         tools-test, matrix, then coverage with its gate (what CI runs)'
-	@echo '  matrix-list  the jobs of make test, one a line (make arguments)'
+	@echo '  matrix       coverage for default, run for each other config of CONFIGS ($(CONFIGS)); red if any is'
+	@echo '  test         tools-test, then matrix (what CI runs)'
+	@echo '  matrix-list  the kernel jobs of make test, one a line (make arguments)'
+	@echo '  merge-results  merge the out/ directories of DIRS (CI jobs) -> out/merged/'
 	@echo '  tools-test   mypy --strict and the tools own tests on recorded consoles'
 	@echo '  prepare      only install packages, extract the tree, apply src/, copy kunit/'
-	@echo '  coverage     the suites on a gcov kernel: lcov summary, html, gate -> out/$(KVER)-coverage/'
+	@echo '  coverage     run on the default kernel + coverage gate + selftest anchor -> out/$(KVER)/'
 	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
-	@echo '  bench        measure cold/warm/edit-one-file/boot times (tools/bench.sh)'
+	@echo '  bench        cold/warm/edit times, kunit.py anchor and per-option build costs (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/'
 	@echo '  clean-cache  delete the cached trees and build directories'
 	@echo 'knobs (current value):'
@@ -54,6 +56,7 @@ help:
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
 	@echo '  CONFIGS=$(CONFIGS)  the configs make matrix and make test run'
 	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
+	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
 	@echo '  CPUHP_KUNIT_NOWAIT=1 (env) fail at once when another run holds the cache'
 	@echo '  CPUHP_KUNIT_DIRTY=1 (env) test a cached tree with local edits or commits'
@@ -72,26 +75,39 @@ judge:
 run-debug:
 	$(MAKE) run CONFIG=debug
 
-# Every config runs even when an earlier one is red; the exit status says if any was.
-matrix:
-	@rc=0; for c in $(CONFIGS); do $(MAKE) run CONFIG=$$c || rc=1; done; exit $$rc
+# The jobs of make matrix, one a line, as make arguments. The default kernel
+# is the coverage kernel: its job is make coverage (the run plus the gate).
+# (A job is one word here, its arguments joined by commas.)
+JOBS = $(foreach c,$(CONFIGS),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(KVER)$(,)CONFIG=$(c))
+, := ,
 
-test: tools-test matrix coverage
+# Every job runs even when an earlier one is red; the exit status says if any was.
+matrix:
+	@rc=0; for job in $(JOBS); do $(MAKE) $$(echo "$$job" | tr , ' ') || rc=1; done; exit $$rc
+
+test: tools-test matrix
 
 prepare:
 	$(PYTHON) tools/cpuhpk/tree.py --kver '$(KVER)'
 
 coverage:
-	$(PYTHON) tools/cpuhpk/coverage.py --kver '$(KVER)' --smp '$(SMP)' --timeout '$(TIMEOUT)'
+	@test '$(CONFIG)' = default || { echo 'make coverage gates the default kernel; CONFIG=$(CONFIG) runs yield coverage too: make run CONFIG=$(CONFIG)' >&2; exit 2; }
+	$(PYTHON) tools/cpuhpk/coverage.py --kver '$(KVER)' --smp '$(SMP)' --timeout '$(TIMEOUT)' \
+		--seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
 
 mutate:
 	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' \
 		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)' \
 		--shard '$(SHARD)' --strict '$(STRICT)'
 
-# The jobs make test runs, one a line, as make arguments (for a CI engine's matrix).
+# The kernel jobs make test runs, one a line, as make arguments (for a CI
+# engine's matrix; .gitlab-ci.yml and .github/workflows/ list the same).
 matrix-list:
-	@for c in $(CONFIGS); do echo "run KVER=$(KVER) CONFIG=$$c"; done; echo "coverage KVER=$(KVER)"
+	@for job in $(JOBS); do echo "$$job" | tr , ' '; done
+
+merge-results:
+	@test -n '$(DIRS)' || { echo 'usage: make merge-results DIRS="out/a out/b ..."' >&2; exit 2; }
+	$(PYTHON) tools/cpuhpk/merge.py --out out/merged $(DIRS)
 
 bench:
 	sh tools/bench.sh

@@ -4,13 +4,15 @@
 # The CPU hotplug sysfs interface as a user drives it (merge 710d60cbf1b3:
 # /sys/devices/system/cpu/hotplug/states, cpuN/hotplug/{state,target,fail}),
 # from user space, in KTAP shaped like a KUnit suite so that the harness
-# judges it with the others. Runs from the coverage initramfs (busybox sh)
+# judges it with the others. Runs from the initramfs of every run (busybox sh)
 # after the KUnit suites; states are looked up by name, never by number.
 #
 # The harness reads SUITE and CASES below to know what must be reported.
+# Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
 CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays"
+[ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
 mkdir -p "${TMPDIR:=/tmp}"

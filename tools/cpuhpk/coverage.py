@@ -1,420 +1,49 @@
-"""`make coverage`: the suites on a gcov kernel, lcov reports and a coverage gate.
+"""`make coverage`: `make run` on the default kernel, its coverage gated.
 
-The kernel is built with CONFIG_GCOV_KERNEL and profiles only the objects
-under test, kernel/cpu.o and kernel/time/timekeeping.o (make
-CPUHP_KUNIT_GCOV=y, see src/), not GCOV_PROFILE_ALL. After the suites the
-kernel does not shut down (kunit_shutdown=none; kunit.py's own
-kunit_shutdown=reboot lands behind '--', among init's arguments) but runs
-/init from a small initramfs: Debian's busybox-static mounts debugfs and
-prints the .gcda files of /sys/kernel/debug/gcov as a base64 tar on the
-console, then powers off. Those files go back into the build directory next
-to their .gcno files, where lcov and genhtml read them.
+Every run yields coverage (tools/cpuhpk/gcov.py): the default kernel is the
+coverage kernel, so this builds nothing `make run` has not built. On top of
+the run it adds the gate (tools/coverage-thresholds: per file lines and
+functions, per gated function lines and branches) and the anchor: the same
+kernel booted with kunit.enable=0 and an initramfs that runs upstream's
+tools/testing/selftests/cpu-hotplug/cpu-on-off-test.sh -a (with bash-static)
+before printing its gcov data.
 
-The anchor: the same kernel booted with kunit.enable=0 and an initramfs that
-runs upstream's tools/testing/selftests/cpu-hotplug/cpu-on-off-test.sh -a
-(with bash-static) before printing its gcov data the same way.
-
-Writes out/<KVER>-coverage/: the run's usual outputs, coverage.info,
-selftest.info, summary.txt (per file: lines, functions, branches; per
-function of the state-machine core: calls and lines; cpu.c suites vs
-selftest) and html/. Fails when a file's line or function coverage drops
-below tools/coverage-thresholds.
+Writes out/<KVER>/ (the run's outputs: coverage.info, summary.txt, html/)
+plus selftest.info and the suites-vs-selftest lines in summary.txt. Fails
+when the run fails, or a file or gated function drops below its threshold.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import dataclasses
-import hashlib
-import io
-import os
-import re
-import shutil
 import subprocess
 import sys
-import tarfile
-import zlib
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import hygiene, ktap, run, tree, verdict  # noqa: E402
+from cpuhpk import gcov, run, tree, verdict  # noqa: E402
+from cpuhpk.gcov import FileCov, pct  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ('bash-static', 'busybox-static', 'cpio', 'lcov')
-FILES = ('kernel/cpu.c', 'kernel/time/timekeeping.c')
-# Functions of the state-machine core and of the crosststamp, listed one by one.
-CORE_FUNCTIONS = re.compile(
-    r'^(cpuhp_\w+|__cpuhp_\w+|_cpu_up|_cpu_down|undo_cpu_\w+|'
-    r'get_device_system_crosststamp|adjust_historical_crosststamp|'
-    r'timestamp_in_interval|convert_base_to_cs|convert_clock|scale64_check_overflow)$')
-# The gcov dump's markers and lines: the hygiene check knows them too.
-BEGIN, END, BASE64_LINE = hygiene.GCOV_BEGIN, hygiene.GCOV_END, hygiene.BASE64_LINE
-THRESHOLDS = REPO / 'tools' / 'coverage-thresholds'
-SYSFS_TEST = REPO / 'kunit' / 'cpuhp_sysfs_test.sh'
-
-# debugfs reports a size of 0 for the .gcda files, so they are copied out
-# with cat before tar sees them. Kernel messages are kept off the console
-# while the data is printed, and its sha256 is printed first, so a damaged
-# transfer is an error, not a wrong report. busybox's reboot ends QEMU
-# (-no-reboot); its poweroff would only halt without ACPI.
-DUMP_GCOV = f'''echo 1 > /proc/sys/kernel/printk
-/bin/busybox mount -t debugfs debugfs /dbg
-cd /dbg/gcov || /bin/busybox reboot -f
-for f in $(/bin/busybox find . -name '*.gcda'); do
-	/bin/busybox mkdir -p "/gcda/${{f%/*}}"
-	/bin/busybox cat "$f" > "/gcda/$f"
-done
-cd /gcda
-/bin/busybox tar -cf - . | /bin/busybox gzip -c > /gcov.tgz
-echo "{BEGIN} $(/bin/busybox sha256sum < /gcov.tgz)"
-/bin/busybox base64 /gcov.tgz
-echo "{END}"
-/bin/busybox reboot -f
-'''
-
-# After the KUnit suites: the user-space sysfs test (its KTAP joins the
-# run's), then print the gcov data, power off.
-INIT = '''#!/bin/busybox sh
-/bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
-/bin/busybox --install -s
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-sh /cpuhp_sysfs_test.sh
-''' + DUMP_GCOV
-
-# The anchor: upstream's cpu-hotplug selftest instead of the suites.
-SELFTEST_INIT = '''#!/bin/busybox sh
-/bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
-/bin/busybox --install -s
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-echo "cpuhp-kunit: selftest begin"
-/bin/bash /cpu-on-off-test.sh -a
-echo "cpuhp-kunit: selftest exit $?"
-''' + DUMP_GCOV
-
-QEMU_CONFIG = '''from ..qemu_config import QemuArchParams
-
-# x86_64 as kunit.py's own, plus the initramfs; see tools/cpuhpk/coverage.py.
-QEMU_ARCH = QemuArchParams(linux_arch='x86_64',
-			   kconfig="""
-CONFIG_SERIAL_8250=y
-CONFIG_SERIAL_8250_CONSOLE=y""",
-			   qemu_arch='x86_64',
-			   kernel_path='arch/x86/boot/bzImage',
-			   kernel_command_line='console=ttyS0 kunit_shutdown=none rdinit=/init --',
-			   extra_qemu_params=['-bios', 'qboot.rom', '-initrd', {initrd!r}])
-'''
 
 
-def make_initramfs(dest: Path, init_text: str, extra: Sequence[Tuple[str, Path]] = ()) -> Path:
-    """A newc cpio with busybox, /init and @extra (name in the image, source)."""
-    stage = dest.with_suffix('')
-    shutil.rmtree(stage, ignore_errors=True)
-    (stage / 'bin').mkdir(parents=True)
-    shutil.copy2('/bin/busybox', stage / 'bin' / 'busybox')
-    names = ['init', 'bin', 'bin/busybox']
-    for name, src in extra:
-        shutil.copy2(src, stage / name)
-        names.append(name)
-    (stage / 'init').write_text(init_text)
-    (stage / 'init').chmod(0o755)
-    with open(dest, 'wb') as f:
-        subprocess.run(['cpio', '--quiet', '-o', '-H', 'newc'], cwd=stage,
-                       input=('\n'.join(names) + '\n').encode(), stdout=f, check=True)
-    return dest
-
-
-# The gcda archive comes from the guest: untrusted. Limits well above what
-# two profiled objects produce (a few hundred KiB).
-MAX_GCDA_BYTES = 64 << 20
-
-
-def gcda_blob(console: Path) -> bytes:
-    """The gcov archive printed on the console, checked against its sha256."""
-    lines = ktap.read_console(console).lines
-    try:
-        start = next(i for i, ln in enumerate(lines) if ln.startswith(BEGIN))
-        end = next(i for i, ln in enumerate(lines) if i > start and ln.strip() == END)
-    except StopIteration:
-        raise tree.PrepareError(f'no gcov data on the console ({console}): '
-                                'did the kernel reach /init?') from None
-    # Kernel messages may interleave: keep the lines that are base64.
-    b64 = [ln.strip() for ln in lines[start + 1:end] if BASE64_LINE.match(ln.strip())]
-    if sum(map(len, b64)) > MAX_GCDA_BYTES * 4 // 3 + 4:
-        raise tree.PrepareError(f'gcov data on the console is larger than '
-                                f'{MAX_GCDA_BYTES >> 20} MiB: refused')
-    try:
-        blob = base64.b64decode(''.join(b64), validate=True)
-    except ValueError as e:
-        raise tree.PrepareError(f'gcov data on the console is damaged: {e}') from None
-    want = lines[start][len(BEGIN):].split()[:1]
-    if not blob or want != [hashlib.sha256(blob).hexdigest()]:
-        raise tree.PrepareError(f'gcov data in {console} is missing or damaged '
-                                '(sha256 differs from the one the guest printed)')
-    return blob
-
-
-def gcda_members(blob: bytes, build_dir: Path) -> List[Tuple[Path, bytes]]:
-    """Where each .gcda of the archive goes in @build_dir, and its data.
-
-    debugfs mirrors the build directory's absolute path, so a member
-    './<build dir>/kernel/cpu.gcda' goes to <build dir>/kernel/cpu.gcda.
-    Everything else is refused, whole archive, before anything is written:
-    absolute names, '..', links, devices, files that are not .gcda, a place
-    outside the build directory or without its directory there, and more
-    than MAX_GCDA_BYTES in all.
-    """
-    root = Path(os.path.normpath(build_dir.absolute()))
-    out: List[Tuple[Path, bytes]] = []
-    total = 0
-    try:
-        with tarfile.open(fileobj=io.BytesIO(blob), mode='r:gz') as tar:
-            for member in tar:
-                name = member.name
-                if name.startswith('/') or '..' in name.split('/'):
-                    raise tree.PrepareError(f'gcov archive: unsafe name {name!r}: refused')
-                if member.isdir():
-                    continue
-                if not member.isfile():
-                    raise tree.PrepareError(f'gcov archive: {name!r} is not a regular file '
-                                            '(link or device): refused')
-                if not name.endswith('.gcda'):
-                    raise tree.PrepareError(f'gcov archive: {name!r} is not a .gcda file: '
-                                            'refused')
-                total += member.size
-                if total > MAX_GCDA_BYTES:
-                    raise tree.PrepareError(f'gcov archive: more than {MAX_GCDA_BYTES >> 20} '
-                                            'MiB: refused')
-                path = Path(os.path.normpath('/' + name.removeprefix('./')))
-                if root not in path.parents:
-                    raise tree.PrepareError(f'gcov archive: {name!r} is outside the build '
-                                            f'directory {root}: refused')
-                if not path.parent.is_dir():
-                    raise tree.PrepareError(f'gcov archive: {name!r}: no such directory in '
-                                            'the build: refused')
-                data = tar.extractfile(member)
-                assert data is not None
-                out.append((path, data.read(member.size)))
-    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-        raise tree.PrepareError(f'gcov archive is damaged: {e}') from None
-    return out
-
-
-def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
-    """Put the .gcda files printed on the console back into the build directory."""
-    written: List[Path] = []
-    for path, data in gcda_members(gcda_blob(console), build_dir):
-        # Never through a link that may stand where the file should be.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, 'wb') as f:
-            f.write(data)
-        written.append(path)
-    return written
-
-
-SELFTEST_EXIT = re.compile(r'cpuhp-kunit: selftest exit (\d+)')
-
-
-def selftest_status(console: Path) -> Optional[int]:
-    """The exit status cpu-on-off-test.sh printed, None if it printed none."""
-    for line in ktap.read_console(console).lines:
-        m = SELFTEST_EXIT.search(line)
-        if m:
-            return int(m.group(1))
-    return None
-
-
-@dataclasses.dataclass
-class FileCov:
-    lines: Tuple[int, int] = (0, 0)         # hit, found
-    functions: Tuple[int, int] = (0, 0)
-    branches: Tuple[int, int] = (0, 0)
-    fn_start: Dict[str, int] = dataclasses.field(default_factory=dict)
-    fn_calls: Dict[str, int] = dataclasses.field(default_factory=dict)
-    line_hits: Dict[int, int] = dataclasses.field(default_factory=dict)
-    branch_taken: Dict[int, List[bool]] = dataclasses.field(default_factory=dict)
-
-
-def parse_info(text: str) -> Dict[str, FileCov]:
-    """The per-file records of an lcov tracefile."""
-    files: Dict[str, FileCov] = {}
-    cur: Optional[FileCov] = None
-    for line in text.splitlines():
-        key, _, val = line.partition(':')
-        if key == 'SF':
-            cur = files.setdefault(val, FileCov())
-        elif cur is None:
-            continue
-        elif key == 'FN':
-            start, name = val.split(',', 1)
-            cur.fn_start[name] = int(start)
-        elif key == 'FNDA':
-            count, name = val.split(',', 1)
-            cur.fn_calls[name] = int(count)
-        elif key == 'DA':
-            num, count = val.split(',')[:2]
-            cur.line_hits[int(num)] = int(count)
-        elif key == 'BRDA':
-            num, _, _, taken = val.split(',')[:4]
-            hit = taken not in ('-', '0')
-            h, f = cur.branches
-            cur.branches = (h + hit, f + 1)
-            cur.branch_taken.setdefault(int(num), []).append(hit)
-    for cov in files.values():
-        cov.lines = (sum(1 for c in cov.line_hits.values() if c), len(cov.line_hits))
-        cov.functions = (sum(1 for c in cov.fn_calls.values() if c), len(cov.fn_start))
-    return files
-
-
-def _function_range(cov: FileCov, name: str) -> Tuple[int, int]:
-    """@name's first line and the next function's first line (lcov gives no ends)."""
-    start = cov.fn_start[name]
-    later = [s for s in cov.fn_start.values() if s > start]
-    end = min(later) if later else max([*cov.line_hits, *cov.branch_taken], default=start) + 1
-    return start, end
-
-
-def function_lines(cov: FileCov, name: str) -> Tuple[int, int]:
-    """Lines hit/found from @name's first line to the next function's."""
-    start, end = _function_range(cov, name)
-    hits = [c for n, c in cov.line_hits.items() if start <= n < end]
-    return sum(1 for c in hits if c), len(hits)
-
-
-def function_branches(cov: FileCov, name: str) -> Tuple[int, int]:
-    """Branches taken/found from @name's first line to the next function's."""
-    start, end = _function_range(cov, name)
-    taken = [t for n, ts in cov.branch_taken.items() if start <= n < end for t in ts]
-    return sum(taken), len(taken)
-
-
-def missed_branches(cov: FileCov, name: str) -> List[str]:
-    """'line:k' for each branch of @name never taken (k: its place on the line)."""
-    start, end = _function_range(cov, name)
-    return [f'{n}:{k}' for n in sorted(cov.branch_taken) if start <= n < end
-            for k, t in enumerate(cov.branch_taken[n]) if not t]
-
-
-def pct(hit_found: Tuple[int, int]) -> float:
-    hit, found = hit_found
-    return 100.0 * hit / found if found else 0.0
-
-
-def summary(files: Dict[str, FileCov]) -> List[str]:
-    out = ['file                          lines            functions        branches']
-    for name in FILES:
-        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
-        if cov is None:
-            out.append(f'{name:30}(no data)')
-            continue
-        out.append(f'{name:30}' + ''.join(
-            f'{pct(v):5.1f}% {v[0]:4}/{v[1]:<4}  ' for v in (cov.lines, cov.functions,
-                                                             cov.branches)))
-    out.append('')
-    out.append('function                                  file                 calls  lines'
-               '           branches')
-    gated = read_function_thresholds(THRESHOLDS) if THRESHOLDS.is_file() else {}
-    for name in FILES:
-        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
-        if cov is None:
-            continue
-        for fn in sorted(cov.fn_start, key=cov.fn_start.__getitem__):
-            if CORE_FUNCTIONS.match(fn) or fn in gated:
-                lines, branches = function_lines(cov, fn), function_branches(cov, fn)
-                out.append(f'{fn:42}{Path(name).name:18}{cov.fn_calls.get(fn, 0):8}  '
-                           f'{lines[0]:3}/{lines[1]:<3} {pct(lines):5.1f}%  '
-                           f'{branches[0]:3}/{branches[1]:<3} {pct(branches):5.1f}%'
-                           + ('  gated' if fn in gated else ''))
-    if gated:
-        out.append('')
-        out.append('branches of the gated functions never taken (line:place, see README):')
-        for name in FILES:
-            cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
-            for fn in gated:
-                if cov is not None and fn in cov.fn_start:
-                    out.append(f'  {fn}: {" ".join(missed_branches(cov, fn)) or "none"}')
-    return out
-
-
-def _threshold_rows(path: Path) -> List[List[str]]:
-    rows = []
-    for line in path.read_text().splitlines():
-        line = line.split('#', 1)[0].strip()
-        if line:
-            rows.append(line.split())
-    return rows
-
-
-def read_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
-    """'<file> <min line %> <min function %>' per line."""
-    return {name: (float(lines), float(funcs))
-            for name, lines, funcs in (r for r in _threshold_rows(path)
-                                       if not r[0].endswith('()'))}
-
-
-def read_function_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
-    """'<function>() <min line %> <min branch %>' per line."""
-    return {name[:-2]: (float(lines), float(branches))
-            for name, lines, branches in (r for r in _threshold_rows(path)
-                                          if r[0].endswith('()'))}
-
-
-def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, float]]) -> List[str]:
-    problems = []
-    for name, (min_lines, min_funcs) in limits.items():
-        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
-        if cov is None:
-            problems.append(f'{name}: no coverage data')
-            continue
-        if pct(cov.lines) < min_lines:
-            problems.append(f'{name}: line coverage {pct(cov.lines):.1f}% < {min_lines}%')
-        if pct(cov.functions) < min_funcs:
-            problems.append(f'{name}: function coverage {pct(cov.functions):.1f}% < {min_funcs}%')
-    return problems
-
-
-def gate_functions(files: Dict[str, FileCov],
-                   limits: Dict[str, Tuple[float, float]]) -> List[str]:
-    """Per function of FILES: its line and branch coverage against its limits."""
-    problems = []
-    for fn, (min_lines, min_branches) in limits.items():
-        cov = next((c for f, c in files.items() if any(f.endswith('/' + n) for n in FILES)
-                    and fn in c.fn_start), None)
-        if cov is None:
-            problems.append(f'{fn}(): no coverage data')
-            continue
-        lines, branches = pct(function_lines(cov, fn)), pct(function_branches(cov, fn))
-        if lines < min_lines:
-            problems.append(f'{fn}(): line coverage {lines:.1f}% < {min_lines}%')
-        if branches < min_branches:
-            problems.append(f'{fn}(): branch coverage {branches:.1f}% < {min_branches}%')
-    return problems
-
-
-def capture(build_dir: Path, src: Path, out: Path, name: str) -> Dict[str, FileCov]:
-    """lcov over the .gcda files now in @build_dir, restricted to FILES."""
-    lcov('--capture', '--directory', str(build_dir), '--base-directory', str(src),
-         '--output-file', str(out / f'{name}-all.info'))
-    lcov('--extract', str(out / f'{name}-all.info'), *[f'*/{f}' for f in FILES],
-         '--output-file', str(out / f'{name}.info'))
-    return parse_info((out / f'{name}.info').read_text())
+class SelftestError(tree.PrepareError):
+    """The anchor run failed: it gives no figure."""
 
 
 def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
                     timeout: int) -> Dict[str, FileCov]:
     """The same kernel running upstream's cpu-on-off-test.sh -a instead of the suites."""
-    for stale in build_dir.rglob('*.gcda'):
-        stale.unlink()
+    gcov.clear(build_dir)
     script = t.path / 'tools' / 'testing' / 'selftests' / 'cpu-hotplug' / 'cpu-on-off-test.sh'
-    initrd = make_initramfs(tree.cache_root() / f'initramfs-{t.version}' / 'selftest.cpio',
-                            SELFTEST_INIT, [('cpu-on-off-test.sh', script),
-                                            ('bin/bash', Path('/bin/bash-static'))])
+    initrd = gcov.make_initramfs(build_dir / 'cpuhp-kunit' / 'selftest.cpio',
+                                 gcov.SELFTEST_INIT,
+                                 [('cpu-on-off-test.sh', script),
+                                  ('bin/bash', Path('/bin/bash-static'))])
     console = out / 'selftest-console.log'
     cmd = ['qemu-system-x86_64', '-nodefaults', '-m', '1024', '-smp', smp,
            '-kernel', str(build_dir / 'arch' / 'x86' / 'boot' / 'bzImage'),
@@ -428,92 +57,76 @@ def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
         except subprocess.TimeoutExpired:
             raise tree.PrepareError(f'the selftest run did not finish within {timeout} s: '
                                     f'see {console}') from None
-    status = selftest_status(console)
+    status = gcov.selftest_status(console)
     if status != 0:
         said = 'printed no exit status' if status is None else f'exited {status}'
         raise SelftestError(f'cpu-on-off-test.sh {said}: no anchor figure (see {console})')
-    extract_gcda(console, build_dir)
-    return capture(build_dir, t.path, out, 'selftest')
+    gcov.extract_gcda(console, build_dir)
+    return gcov.capture(build_dir, t.path, out, 'selftest')
 
 
-class SelftestError(tree.PrepareError):
-    """The anchor run failed: it gives no figure."""
-
-
-def lcov(*args: str) -> str:
-    res = subprocess.run(['lcov', '--quiet', '--rc', 'lcov_branch_coverage=1', *args],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise tree.PrepareError(f"lcov {' '.join(args)} failed: {res.stderr.strip()}")
-    return res.stdout
+def anchor_lines(files: Dict[str, FileCov], anchor: Dict[str, FileCov]) -> List[str]:
+    """kernel/cpu.c: the suites' coverage next to the selftest's."""
+    text = ['', 'kernel/cpu.c, suites vs upstream cpu-on-off-test.sh -a on the same kernel:']
+    for label, cov in (('suites', files), ('selftest', anchor)):
+        c = next((v for f, v in cov.items() if f.endswith('/kernel/cpu.c')), FileCov())
+        text.append(f'  {label:9} lines {pct(c.lines):5.1f}% ({c.lines[0]}/'
+                    f'{c.lines[1]})  functions {pct(c.functions):5.1f}% '
+                    f'({c.functions[0]}/{c.functions[1]})')
+    return text
 
 
 def main(argv: Sequence[str]) -> int:
-    ap = argparse.ArgumentParser(description='Coverage of the suites on a gcov kernel.')
+    ap = argparse.ArgumentParser(description='make run on the default kernel, coverage gated.')
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--smp', default='4')
     ap.add_argument('--timeout', default='600')
+    ap.add_argument('--seed', default='0', help='cpuhp_stress seed (make run SEED=)')
+    ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations')
     ap.add_argument('--no-selftest', dest='selftest', action='store_false',
                     help='skip the cpu-on-off-test.sh anchor run')
     args = ap.parse_args(argv)
-    out = REPO / 'out' / f'{args.kver}-coverage'
-    return tree.locked(f'make coverage KVER={args.kver}', lambda: coverage(args, out))
+    return tree.locked(f'make coverage KVER={args.kver}', lambda: coverage(args))
 
 
-def coverage(args: argparse.Namespace, out: Path) -> int:
-    """The coverage run; every cause of a non-zero exit also lands in out/'s junit.xml."""
+def coverage(args: argparse.Namespace) -> int:
+    """The run, the gate and the anchor; every cause of a non-zero exit lands in junit.xml."""
+    out = run.out_dir(args.kver, 'default')
+    rc = run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
+                   '--seed', args.seed, '--stress-ops', args.stress_ops])
     problems: List[verdict.Problem] = []
-    rc = 1
-    files: Dict[str, FileCov] = {}
+    info = out / 'coverage.info'
+    if not info.is_file():
+        # The run is red already (it says why); the gate has nothing to read.
+        problems.append(verdict.Problem('coverage', '', 'make coverage: the run left no '
+                                        'coverage.info: no gate'))
+        files: Dict[str, FileCov] = {}
+    else:
+        files = gcov.parse_info(info.read_text())
     anchor: Optional[Dict[str, FileCov]] = None
-    try:
-        tree.ensure_packages(PACKAGES)
-        t = tree.prepare(args.kver, REPO)
-        cache = tree.cache_root() / f'build-{t.version}-coverage'
-        cache.mkdir(parents=True, exist_ok=True)
-        for stale in cache.rglob('*.gcda'):
-            stale.unlink()
-        initrd = make_initramfs(tree.cache_root() / f'initramfs-{t.version}' / 'suites.cpio',
-                                INIT, [('cpuhp_sysfs_test.sh', SYSFS_TEST)])
-        qemu_config = initrd.with_name('x86_64_gcov.py')
-        qemu_config.write_text(QEMU_CONFIG.format(initrd=str(initrd)))
-        rc = run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
-                       '--add-config', 'coverage', '--qemu-config', str(qemu_config),
-                       '--build-name', cache.name, '--out', str(out), '--userspace',
-                       '--make-option=CPUHP_KUNIT_GCOV=y'])
-        gcda = extract_gcda(out / 'console.log', cache)
-        tree.log(f'{len(gcda)} .gcda files from the guest')
-        files = capture(cache, t.path, out, 'coverage')
-        subprocess.run(['genhtml', '--quiet', '--branch-coverage', '--output-directory',
-                        str(out / 'html'), str(out / 'coverage.info')], check=True)
-        if args.selftest:
-            try:
-                anchor = selftest_anchor(t, cache, out, args.smp, int(args.timeout))
-            except SelftestError as e:
-                problems.append(verdict.Problem('selftest', '', str(e)))
-    except (tree.PrepareError, subprocess.CalledProcessError) as e:
-        problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
+    if files and args.selftest:
+        try:
+            t = tree.prepare(args.kver, REPO)
+            anchor = selftest_anchor(t, run.build_dir_of(t, 'default'), out, args.smp,
+                                     int(args.timeout))
+        except SelftestError as e:
+            problems.append(verdict.Problem('selftest', '', str(e)))
+        except (tree.PrepareError, subprocess.CalledProcessError) as e:
+            problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     if files:
-        text = summary(files)
-        if anchor is not None:
-            text += ['', 'kernel/cpu.c, suites vs upstream cpu-on-off-test.sh -a on the same '
-                     'kernel:']
-            for label, cov in (('suites', files), ('selftest', anchor)):
-                c = next((v for f, v in cov.items() if f.endswith('/kernel/cpu.c')), FileCov())
-                text.append(f'  {label:9} lines {pct(c.lines):5.1f}% ({c.lines[0]}/'
-                            f'{c.lines[1]})  functions {pct(c.functions):5.1f}% '
-                            f'({c.functions[0]}/{c.functions[1]})')
+        text = gcov.summary(files) + (anchor_lines(files, anchor) if anchor is not None else [])
         (out / 'summary.txt').write_text('\n'.join(text) + '\n')
         print('\n'.join(text))
         problems += [verdict.Problem('coverage', '', f'coverage gate: {p}')
-                     for p in gate(files, read_thresholds(THRESHOLDS)) +
-                     gate_functions(files, read_function_thresholds(THRESHOLDS))]
+                     for p in gcov.gate(files, gcov.read_thresholds(gcov.THRESHOLDS)) +
+                     gcov.gate_functions(files, gcov.read_function_thresholds(gcov.THRESHOLDS))]
         tree.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)
     v = run.add_problems(out, problems)
     for p in problems:
         print(f'cpuhp-kunit: FAIL: [{p.category}] {p}', file=sys.stderr)
+    print('cpuhp-kunit: PASS' if v.ok and not rc else 'cpuhp-kunit: FAIL')
     print(run.counts_line(v))
     return 1 if problems or rc or not v.ok else 0
 

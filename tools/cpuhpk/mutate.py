@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -26,7 +27,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import List, Sequence
+from typing import Dict, List, Sequence
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -166,6 +167,7 @@ def main(argv: Sequence[str]) -> int:
     if not patches:
         print(f'cpuhp-kunit: error: no *.patch in {args.mutants}', file=sys.stderr)
         return 1
+    args.total = len(patches)
     try:
         patches = shard(patches, args.shard)
     except ValueError as e:
@@ -197,7 +199,7 @@ def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
     t = tree.prepare(args.kver, REPO)
     run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
                 '--timeout', args.timeout, '--config', args.config, '--seed', args.seed,
-                '--stress-ops', args.stress_ops, '--strict', args.strict]
+                '--stress-ops', args.stress_ops, '--strict', args.strict, '--no-coverage-report']
     suffix = '' if args.config == 'default' else f'-{args.config}'
     base = REPO / 'out' / f'{args.kver}{suffix}-mutate'
     outcomes: List[Outcome] = []
@@ -207,17 +209,26 @@ def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
         print(f'{o.mutant:45} {o.verdict:15} {o.seconds:5.0f}s  {o.by}', flush=True)
         if o.detail:
             print('\n'.join(f'    {ln}' for ln in o.detail.splitlines()[:10]), flush=True)
-    return report(outcomes, base)
+    return report(outcomes, base, {'kver': args.kver, 'config': args.config,
+                                   'strict': args.strict, 'shard': args.shard,
+                                   'total': args.total})
 
 
-def report(outcomes: Sequence[Outcome], base: Path) -> int:
-    """report.md, junit.xml and the last line; the exit status of make mutate."""
+def report(outcomes: Sequence[Outcome], base: Path, context: Dict[str, object]) -> int:
+    """report.md, report.json, junit.xml and the last line; make mutate's exit status.
+
+    report.json is what make merge-results reads: @context (kver, config,
+    strict, shard and total: the number of mutants before sharding) and
+    every outcome.
+    """
     table = ['| mutant | promise broken | verdict | killed by / why not | seconds |',
              '|---|---|---|---|---|']
     table += [f'| {o.mutant} | {o.promise} | {o.verdict} | {o.by} | {o.seconds:.0f} |'
               for o in outcomes]
     base.mkdir(parents=True, exist_ok=True)
     (base / 'report.md').write_text('\n'.join(table) + '\n')
+    (base / 'report.json').write_text(json.dumps(
+        {**context, 'outcomes': [dataclasses.asdict(o) for o in outcomes]}, indent=1) + '\n')
     report_junit(outcomes).write(base / 'junit.xml', encoding='utf-8', xml_declaration=True)
     counts = {k: sum(o.verdict == k for o in outcomes)
               for k in ('killed', 'survived', 'invalid', 'not-applicable', 'error')}

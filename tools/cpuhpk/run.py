@@ -1,6 +1,10 @@
 """`make run`: prepare the tree, build and boot it with kunit.py, judge the result.
 `make judge`: the same verdict on a console log captured anywhere.
 
+Every run also yields the coverage of kernel/cpu.c and timekeeping.c: the
+kernel profiles those two objects and its initramfs prints the gcov data
+after the suites and the user-space test (tools/cpuhpk/gcov.py).
+
 Writes to out/<KVER>[-<CONFIG>]/ (make judge: out/judge/):
   console.log   the whole kernel console (kunit.py's test.log)
   results.ktap  the KTAP the kernel printed, console prefix removed
@@ -9,6 +13,7 @@ Writes to out/<KVER>[-<CONFIG>]/ (make judge: out/judge/):
   junit.xml     one testcase per KUnit case (or parameter), plus one per
                 problem of the run as a whole; red in it whenever the verdict is
   kunit.log     what kunit.py printed (config, build, summary)
+  coverage.info lcov tracefile of the two files; summary.txt, html/ from it
 Exit status 0 only when the verdict has no problem (verdict.py).
 """
 
@@ -33,12 +38,14 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import junit, ktap, states, tree, verdict  # noqa: E402
+from cpuhpk import gcov, junit, ktap, states, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
 # with a wide margin: the kernel's own run has its own timeout (--timeout).
 BUILD_TIMEOUT = 45 * 60
+# Profile kernel/cpu.o and kernel/time/timekeeping.o (src/0004, gcov.py).
+MAKE_OPTIONS = ('CPUHP_KUNIT_GCOV=y',)
 # Kernel arguments: reboot (and so end QEMU, -no-reboot) at once on a panic
 # instead of waiting for the timeout.
 KERNEL_ARGS = ('panic=-1',)
@@ -89,6 +96,11 @@ def out_dir(kver: str, config: str, fixes: bool = False) -> Path:
     return REPO / 'out' / (f'{name}-fixes' if fixes else name)
 
 
+def build_dir_of(t: tree.Tree, config: str) -> Path:
+    """The cached build directory of @config's kernel."""
+    return tree.cache_root() / f'build-{t.version}-{config}'
+
+
 def fragment(config: str) -> Path:
     path = REPO / 'kconfigs' / f'{config}.config'
     if not path.is_file():
@@ -121,15 +133,16 @@ def stress_kernel_args(args: argparse.Namespace) -> List[str]:
 
 
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
-                  out: Path) -> List[str]:
-    # Every fragment builds on the default one (all suites, SMP, hotplug).
-    configs = ['default'] + [c for c in [args.config, *args.add_config] if c != 'default']
+                  out: Path, qemu_config: Path) -> List[str]:
+    """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest())."""
+    # Every fragment builds on the default one (all suites, SMP, hotplug, gcov).
+    configs = ['default'] + [c for c in [args.config] if c != 'default']
     cmd = [sys.executable, str(t.kunit_py), 'run',
            *[f'--kunitconfig={fragment(c)}' for c in configs], f'--build_dir={build_dir}',
            f'--jobs={args.jobs}', f'--timeout={args.timeout}',
            f'--qemu_args=-smp {args.smp}', f'--json={out / "results.json"}']
-    cmd += [f'--make_options={o}' for o in args.make_option]
-    cmd.append(f'--qemu_config={args.qemu_config}' if args.qemu_config else '--arch=x86_64')
+    cmd += [f'--make_options={o}' for o in MAKE_OPTIONS]
+    cmd.append(f'--qemu_config={qemu_config}')
     cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
     if args.strict:
         cmd += [f'--kernel_args={a}' for a in STRICT_KERNEL_ARGS]
@@ -137,6 +150,20 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
     if args.filter:
         cmd.append(args.filter)
     return cmd
+
+
+def coverage_report(out: Path, build_dir: Path, src: Path,
+                    v: verdict.Verdict) -> verdict.Verdict:
+    """out/coverage.info and its reports; no gcov data is red when nothing else is."""
+    try:
+        gcov.report(out, build_dir, src)
+    except tree.PrepareError as e:
+        if not v.ok:
+            tree.log(f'no coverage report: {e}')
+            return v
+        return add_problems(out, [verdict.Problem('coverage', '', str(e))])
+    tree.log(f'coverage: {out / "summary.txt"}, {out / "html" / "index.html"}')
+    return v
 
 
 def stop_group(proc: 'subprocess.Popen[str]') -> None:
@@ -366,18 +393,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
     ap.add_argument('--out', type=Path, help='output directory (default out/KVER[-CONFIG], '
                     'with --judge out/judge)')
-    ap.add_argument('--add-config', action='append', default=[], metavar='CONFIG',
-                    help='a further kconfigs/ fragment on top of --config')
-    ap.add_argument('--make-option', action='append', default=[], metavar='OPT',
-                    help='passed to the kernel build (kunit.py --make_options)')
-    ap.add_argument('--qemu-config', type=Path,
-                    help='kunit.py --qemu_config file instead of --arch=x86_64')
-    ap.add_argument('--build-name', help='build directory name in the cache '
-                    '(default build-VERSION-CONFIG)')
+    ap.add_argument('--no-coverage-report', dest='coverage_report', action='store_false',
+                    help='do not turn the gcov data into coverage.info and html/ (make mutate)')
     ap.add_argument('--judge', type=Path, metavar='CONSOLE',
                     help='judge this console log instead of building and booting')
     ap.add_argument('--userspace', action='store_true',
-                    help='the guest also runs kunit/*_test.sh (make coverage\'s initramfs)')
+                    help='make judge: the console is from a run whose initramfs ran '
+                    'kunit/*_test.sh (every make run since the default kernel yields coverage)')
     ap.add_argument('--fixes', type=int, choices=(0, 1), default=0,
                     help='1: apply src/fixes/series (our kernel fixes) on top of src/series')
     ap.add_argument('--seed', type=int, default=0,
@@ -459,31 +481,37 @@ def main(argv: Sequence[str]) -> int:
 
 def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
     try:
-        exp = expectations(args.filter, context, bool(args.strict), args.userspace)
+        exp = expectations(args.filter, context, bool(args.strict),
+                           bool(gcov.userspace_cases(args.filter)))
         if exp.cases == {}:
             return fail_early(out, 'missing', f'FILTER={args.filter} matches no case of the '
                               'kunit/ suites', context)
         frag = fragment(args.config)
+        tree.ensure_packages(gcov.PACKAGES)
         t = tree.prepare(args.kver, REPO, bool(args.fixes))
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    build_dir = tree.cache_root() / (args.build_name or f'build-{t.version}-{frag.stem}')
+    build_dir = build_dir_of(t, frag.stem)
     build_dir.mkdir(parents=True, exist_ok=True)
     test_log = build_dir / 'test.log'
     test_log.unlink(missing_ok=True)     # never judge a previous run's console
+    gcov.clear(build_dir)                # nor count a previous run's coverage
 
     tree.log(f'linux {t.version} ({t.package}) in {t.path}, SMP={args.smp}, '
              f'CONFIG={args.config}, FILTER={args.filter or "*"}')
     started = time.monotonic()
-    rc, killed_after = run_kunit(kunit_command(t, args, build_dir, out), t.path,
+    cmd = kunit_command(t, args, build_dir, out, gcov.guest(build_dir, args.filter))
+    rc, killed_after = run_kunit(cmd, t.path,
                                  out / 'kunit.log', BUILD_TIMEOUT + args.timeout + 60)
     if test_log.is_file():
         shutil.copyfile(test_log, out / 'console.log')
     _, v = judge(out, out / 'console.log', exp, rc, killed_after, args.timeout,
                  (out / 'kunit.log').read_text(errors='replace'))
+    if args.coverage_report:
+        v = coverage_report(out, build_dir, t.path, v)
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}')
     print('\n'.join(summary(v)))
     return 0 if v.ok else 1

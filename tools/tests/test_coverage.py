@@ -12,7 +12,7 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import coverage, hygiene, tree
+from cpuhpk import gcov, hygiene, tree, verdict
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -46,8 +46,8 @@ def console_with(build: Path, payload: bytes, damage: bool = False,
     b64 = base64.encodebytes(blob).decode().splitlines()
     if damage:
         b64[0] = b64[0][:-4]
-    return '\n'.join(['boot noise', f'{coverage.BEGIN} {hashlib.sha256(blob).hexdigest()}  -',
-                      *b64, coverage.END, 'reboot: Restarting system']) + '\n'
+    return '\n'.join(['boot noise', f'{gcov.BEGIN} {hashlib.sha256(blob).hexdigest()}  -',
+                      *b64, gcov.END, 'reboot: Restarting system']) + '\n'
 
 
 class GcdaTransferTest(unittest.TestCase):
@@ -57,7 +57,7 @@ class GcdaTransferTest(unittest.TestCase):
             (build / 'kernel').mkdir(parents=True)
             console = Path(tmp) / 'console.log'
             console.write_text(console_with(build, b'gcda bytes'))
-            written = coverage.extract_gcda(console, build)
+            written = gcov.extract_gcda(console, build)
             self.assertEqual(written, [build.absolute() / 'kernel' / 'cpu.gcda'])
             self.assertEqual(written[0].read_bytes(), b'gcda bytes')
 
@@ -68,14 +68,14 @@ class GcdaTransferTest(unittest.TestCase):
             console = Path(tmp) / 'console.log'
             console.write_text(console_with(build, b'gcda bytes', damage=True))
             with self.assertRaisesRegex(tree.PrepareError, 'damaged'):
-                coverage.extract_gcda(console, build)
+                gcov.extract_gcda(console, build)
 
     def test_no_data_is_an_error(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             console = Path(tmp) / 'console.log'
             console.write_text('Kernel panic - not syncing\n')
             with self.assertRaisesRegex(tree.PrepareError, 'no gcov data'):
-                coverage.extract_gcda(console, Path(tmp))
+                gcov.extract_gcda(console, Path(tmp))
 
 
 class HostileArchiveTest(unittest.TestCase):
@@ -94,7 +94,7 @@ class HostileArchiveTest(unittest.TestCase):
         console.write_text(console_with(self.build, payload, members=members))
         before = sorted(p for p in self.root.rglob('*') if p.name != 'console.log')
         with self.assertRaises(tree.PrepareError) as cm:
-            coverage.extract_gcda(console, self.build)
+            gcov.extract_gcda(console, self.build)
         self.assertIn(why, str(cm.exception))
         self.assertNotIn('\n', str(cm.exception))
         self.assertEqual(sorted(p for p in self.root.rglob('*') if p.name != 'console.log'),
@@ -123,7 +123,7 @@ class HostileArchiveTest(unittest.TestCase):
 
     def test_too_large(self) -> None:
         members = [tarfile.TarInfo(f'{self.inside}/f{i}.gcda') for i in range(3)]
-        with mock.patch.object(coverage, 'MAX_GCDA_BYTES', 2 << 20):
+        with mock.patch.object(gcov, 'MAX_GCDA_BYTES', 2 << 20):
             self.refused(members, 'more than 2 MiB', payload=b'\0' * (1 << 20))
 
     def test_link_in_the_build_directory_is_not_followed(self) -> None:
@@ -133,7 +133,7 @@ class HostileArchiveTest(unittest.TestCase):
         console = self.root / 'console.log'
         console.write_text(console_with(self.build, b'gcda'))
         with self.assertRaises(OSError):
-            coverage.extract_gcda(console, self.build)
+            gcov.extract_gcda(console, self.build)
         self.assertEqual(target.read_text(), 'keep')
 
 
@@ -144,12 +144,12 @@ class SelftestStatusTest(unittest.TestCase):
             for text, want in (('cpuhp-kunit: selftest exit 0\n', 0),
                                ('cpuhp-kunit: selftest exit 1\n', 1), ('nothing\n', None)):
                 console.write_text('cpuhp-kunit: selftest begin\n' + text)
-                self.assertEqual(coverage.selftest_status(console), want)
+                self.assertEqual(gcov.selftest_status(console), want)
 
 
 class GcovHygieneTest(unittest.TestCase):
     def test_oops_in_base64_is_not_a_report(self) -> None:
-        lines = [f'{coverage.BEGIN} abc  -', 'H4sIAAAAAAAAA+3OOopsQ0kBQ==', coverage.END]
+        lines = [f'{gcov.BEGIN} abc  -', 'H4sIAAAAAAAAA+3OOopsQ0kBQ==', gcov.END]
         self.assertEqual(hygiene.check(lines), [])
         # A real report inside the window is still one, and base64 outside it too.
         lines.insert(2, 'Oops: 0000 [#1] PREEMPT SMP')
@@ -159,36 +159,36 @@ class GcovHygieneTest(unittest.TestCase):
 
 class InfoTest(unittest.TestCase):
     def test_parse_and_function_lines(self) -> None:
-        cov = coverage.parse_info(INFO)['/src/kernel/cpu.c']
+        cov = gcov.parse_info(INFO)['/src/kernel/cpu.c']
         self.assertEqual(cov.lines, (2, 5))
         self.assertEqual(cov.functions, (1, 2))
         self.assertEqual(cov.branches, (1, 2))
-        self.assertEqual(coverage.function_lines(cov, 'cpuhp_issue_call'), (2, 3))
-        self.assertEqual(coverage.function_lines(cov, 'helper'), (0, 2))
-        self.assertEqual(coverage.function_branches(cov, 'cpuhp_issue_call'), (1, 2))
-        self.assertEqual(coverage.function_branches(cov, 'helper'), (0, 0))
-        self.assertEqual(coverage.missed_branches(cov, 'cpuhp_issue_call'), ['11:1'])
+        self.assertEqual(gcov.function_lines(cov, 'cpuhp_issue_call'), (2, 3))
+        self.assertEqual(gcov.function_lines(cov, 'helper'), (0, 2))
+        self.assertEqual(gcov.function_branches(cov, 'cpuhp_issue_call'), (1, 2))
+        self.assertEqual(gcov.function_branches(cov, 'helper'), (0, 0))
+        self.assertEqual(gcov.missed_branches(cov, 'cpuhp_issue_call'), ['11:1'])
 
     def test_gate(self) -> None:
-        files = coverage.parse_info(INFO)
-        self.assertEqual(coverage.gate(files, {'kernel/cpu.c': (40.0, 50.0)}), [])
-        self.assertEqual(coverage.gate(files, {'kernel/cpu.c': (41.0, 50.0)}),
+        files = gcov.parse_info(INFO)
+        self.assertEqual(gcov.gate(files, {'kernel/cpu.c': (40.0, 50.0)}), [])
+        self.assertEqual(gcov.gate(files, {'kernel/cpu.c': (41.0, 50.0)}),
                          ['kernel/cpu.c: line coverage 40.0% < 41.0%'])
-        self.assertEqual(coverage.gate(files, {'kernel/time/timekeeping.c': (1.0, 1.0)}),
+        self.assertEqual(gcov.gate(files, {'kernel/time/timekeeping.c': (1.0, 1.0)}),
                          ['kernel/time/timekeeping.c: no coverage data'])
 
     def test_function_gate(self) -> None:
-        files = coverage.parse_info(INFO)
-        self.assertEqual(coverage.gate_functions(files, {'cpuhp_issue_call': (66.0, 50.0)}), [])
-        self.assertEqual(coverage.gate_functions(files, {'cpuhp_issue_call': (67.0, 51.0)}),
+        files = gcov.parse_info(INFO)
+        self.assertEqual(gcov.gate_functions(files, {'cpuhp_issue_call': (66.0, 50.0)}), [])
+        self.assertEqual(gcov.gate_functions(files, {'cpuhp_issue_call': (67.0, 51.0)}),
                          ['cpuhp_issue_call(): line coverage 66.7% < 67.0%',
                           'cpuhp_issue_call(): branch coverage 50.0% < 51.0%'])
-        self.assertEqual(coverage.gate_functions(files, {'nosuch': (0.0, 0.0)}),
+        self.assertEqual(gcov.gate_functions(files, {'nosuch': (0.0, 0.0)}),
                          ['nosuch(): no coverage data'])
 
     def test_the_real_thresholds_parse(self) -> None:
-        files = coverage.read_thresholds(coverage.THRESHOLDS)
-        functions = coverage.read_function_thresholds(coverage.THRESHOLDS)
+        files = gcov.read_thresholds(gcov.THRESHOLDS)
+        functions = gcov.read_function_thresholds(gcov.THRESHOLDS)
         self.assertIn('kernel/cpu.c', files)
         self.assertIn('cpuhp_invoke_callback', functions)
         self.assertFalse(set(files) & {f + '()' for f in functions})
@@ -196,3 +196,40 @@ class InfoTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class GuestTest(unittest.TestCase):
+    """The initramfs of a run runs the sysfs cases FILTER selects, and dumps gcov data."""
+
+    def init_of(self, filter_glob: str) -> str:
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(gcov, 'make_initramfs',
+                                  side_effect=lambda dest, text, extra=(): dest) as mk:
+            qemu = gcov.guest(Path(tmp), filter_glob)
+            self.assertIn("'-initrd'", qemu.read_text())
+            self.assertIn('kunit_shutdown=none rdinit=/init --', qemu.read_text())
+            text: str = mk.call_args.args[1]
+            names = [name for name, _ in mk.call_args.args[2]]
+            self.assertEqual(names, ['cpuhp_sysfs_test.sh'] if 'sysfs_test' in text else [])
+            return text
+
+    def test_all_cases_without_a_filter(self) -> None:
+        cases = verdict.declared_cases(gcov.REPO / 'kunit', userspace=True)['cpuhp_sysfs']
+        self.assertEqual(gcov.userspace_cases(''), cases)
+        self.assertIn(f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}\n", self.init_of(''))
+
+    def test_filter_of_other_suites_runs_no_sysfs_case(self) -> None:
+        self.assertEqual(gcov.userspace_cases('cpuhp_sweep.*'), [])
+        self.assertNotIn('cpuhp_sysfs_test', self.init_of('cpuhp_sweep.*'))
+
+    def test_filter_of_some_sysfs_cases(self) -> None:
+        self.assertEqual(gcov.userspace_cases('cpuhp_sysfs.bad_*'),
+                         ['bad_target_input', 'bad_fail_input'])
+        self.assertIn('sh /cpuhp_sysfs_test.sh bad_target_input bad_fail_input\n',
+                      self.init_of('cpuhp_sysfs.bad_*'))
+
+    def test_gcov_data_is_printed_in_every_init(self) -> None:
+        for f in ('', 'cpuhp_sweep.*'):
+            text = self.init_of(f)
+            self.assertIn(gcov.BEGIN, text)
+            self.assertTrue(text.rstrip().endswith('/bin/busybox reboot -f'))

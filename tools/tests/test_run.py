@@ -153,6 +153,23 @@ class JudgeTest(unittest.TestCase):
         v, _ = verdict.read_json(self.out / 'verdict.json')
         self.assertEqual((v.passed, [p.category for p in v.problems]), (44, ['coverage']))
 
+    def test_green_run_without_gcov_data_is_red(self) -> None:
+        # The recorded default console predates the initramfs: no gcov data.
+        v = self.judge('pass_default_console.log', 0)
+        self.assertTrue(v.ok)
+        with mock.patch.object(tree, 'log'):
+            v = run.coverage_report(self.out, self.out, self.out, v)
+        self.assertEqual([p.category for p in v.problems], ['coverage'])
+        self.assertIn('no gcov data on the console', str(v.problems[0]))
+        self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
+
+    def test_red_run_without_gcov_data_gets_no_second_problem(self) -> None:
+        v = self.judge('fail_mutant_console.log', 1)
+        before = len(v.problems)
+        with mock.patch.object(tree, 'log'):
+            v = run.coverage_report(self.out, self.out, self.out, v)
+        self.assertEqual(len(v.problems), before)
+
     def test_summary_lists_skips_and_problems(self) -> None:
         v = verdict.Verdict(passed=1, skipped=2, skips=[
             verdict.Skip('a.b', 'needs two online CPUs', True, 'SMP=1'),
@@ -311,7 +328,16 @@ class CommandTest(unittest.TestCase):
     def command(self, *argv: str) -> List[str]:
         args = run.parser().parse_args(list(argv))
         t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/linux'))
-        return run.kunit_command(t, args, Path('/build'), Path('/out'))
+        return run.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'))
+
+    def test_every_kernel_profiles_the_two_objects(self) -> None:
+        cmd = self.command('--config', 'debug')
+        self.assertIn('--make_options=CPUHP_KUNIT_GCOV=y', cmd)
+        self.assertIn('--qemu_config=/q.py', cmd)
+        self.assertNotIn('--arch=x86_64', cmd)
+        self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
+                         [f'--kunitconfig={run.REPO}/kconfigs/default.config',
+                          f'--kunitconfig={run.REPO}/kconfigs/debug.config'])
 
     def test_strict_runs_what_wedges(self) -> None:
         self.assertNotIn('--kernel_args=cpuhp_kunit.sweep_wedging=1', self.command())
@@ -399,9 +425,9 @@ class MutantTest(unittest.TestCase):
         def oc(v: str) -> mutate.Outcome:
             return mutate.Outcome('m-' + v, v, '', 1.0, 'p')
         with tempfile.TemporaryDirectory() as tmp, mock.patch('sys.stdout'):
-            self.assertEqual(mutate.report([oc('killed')], Path(tmp)), 0)
+            self.assertEqual(mutate.report([oc('killed')], Path(tmp), {}), 0)
             for bad in ('survived', 'invalid', 'not-applicable', 'error'):
-                self.assertEqual(mutate.report([oc('killed'), oc(bad)], Path(tmp)), 1, bad)
+                self.assertEqual(mutate.report([oc('killed'), oc(bad)], Path(tmp), {}), 1, bad)
                 self.assertEqual(junit_bad(Path(tmp) / 'junit.xml'), 1)
 
     def test_mutant_that_does_not_apply(self) -> None:

@@ -1,0 +1,462 @@
+"""gcov data out of the guest, and lcov reports of it, for every run.
+
+Every kernel is built with CONFIG_GCOV_KERNEL and profiles only the objects
+under test, kernel/cpu.o and kernel/time/timekeeping.o (make
+CPUHP_KUNIT_GCOV=y, see src/), not GCOV_PROFILE_ALL: measured, it costs
+nothing visible at run time (README, Performance), so the default kernel is
+the coverage kernel and no build is spent on coverage alone. After the
+suites the kernel does not shut down (kunit_shutdown=none; kunit.py's own
+kunit_shutdown=reboot lands behind '--', among init's arguments) but runs
+/init from a small initramfs: the user-space test kunit/cpuhp_sysfs_test.sh
+(when FILTER selects it), then Debian's busybox-static mounts debugfs and
+prints the .gcda files of /sys/kernel/debug/gcov as a base64 tar on the
+console, then powers off. Those files go back into the build directory next
+to their .gcno files, where lcov and genhtml read them.
+
+The selftest anchor of make coverage (tools/cpuhpk/coverage.py) boots the
+same kernel with an initramfs that runs upstream's cpu-on-off-test.sh -a
+instead, and prints its gcov data the same way.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zlib
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+if __package__ in (None, ''):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+
+from cpuhpk import hygiene, ktap, tree, verdict  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+# What the initramfs and the reports need (bash-static: the selftest anchor).
+PACKAGES = ('bash-static', 'busybox-static', 'cpio', 'lcov')
+FILES = ('kernel/cpu.c', 'kernel/time/timekeeping.c')
+# Functions of the state-machine core and of the crosststamp, listed one by one.
+CORE_FUNCTIONS = re.compile(
+    r'^(cpuhp_\w+|__cpuhp_\w+|_cpu_up|_cpu_down|undo_cpu_\w+|'
+    r'get_device_system_crosststamp|adjust_historical_crosststamp|'
+    r'timestamp_in_interval|convert_base_to_cs|convert_clock|scale64_check_overflow)$')
+# The gcov dump's markers and lines: the hygiene check knows them too.
+BEGIN, END, BASE64_LINE = hygiene.GCOV_BEGIN, hygiene.GCOV_END, hygiene.BASE64_LINE
+THRESHOLDS = REPO / 'tools' / 'coverage-thresholds'
+SYSFS_TEST = REPO / 'kunit' / 'cpuhp_sysfs_test.sh'
+SYSFS_SUITE = 'cpuhp_sysfs'
+
+# debugfs reports a size of 0 for the .gcda files, so they are copied out
+# with cat before tar sees them. Kernel messages are kept off the console
+# while the data is printed, and its sha256 is printed first, so a damaged
+# transfer is an error, not a wrong report. busybox's reboot ends QEMU
+# (-no-reboot); its poweroff would only halt without ACPI.
+DUMP_GCOV = f'''echo 1 > /proc/sys/kernel/printk
+/bin/busybox mount -t debugfs debugfs /dbg
+cd /dbg/gcov || /bin/busybox reboot -f
+for f in $(/bin/busybox find . -name '*.gcda'); do
+	/bin/busybox mkdir -p "/gcda/${{f%/*}}"
+	/bin/busybox cat "$f" > "/gcda/$f"
+done
+cd /gcda
+/bin/busybox tar -cf - . | /bin/busybox gzip -c > /gcov.tgz
+echo "{BEGIN} $(/bin/busybox sha256sum < /gcov.tgz)"
+/bin/busybox base64 /gcov.tgz
+echo "{END}"
+/bin/busybox reboot -f
+'''
+
+# After the KUnit suites: the user-space tests (their KTAP joins the run's),
+# then print the gcov data, power off. {tests}: one line per test script.
+INIT = '''#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+{tests}
+''' + DUMP_GCOV.replace('{', '{{').replace('}', '}}')
+
+# The anchor: upstream's cpu-hotplug selftest instead of the suites.
+SELFTEST_INIT = '''#!/bin/busybox sh
+/bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
+/bin/busybox --install -s
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+echo "cpuhp-kunit: selftest begin"
+/bin/bash /cpu-on-off-test.sh -a
+echo "cpuhp-kunit: selftest exit $?"
+''' + DUMP_GCOV
+
+QEMU_CONFIG = '''from ..qemu_config import QemuArchParams
+
+# x86_64 as kunit.py's own, plus the initramfs; see tools/cpuhpk/coverage.py.
+QEMU_ARCH = QemuArchParams(linux_arch='x86_64',
+			   kconfig="""
+CONFIG_SERIAL_8250=y
+CONFIG_SERIAL_8250_CONSOLE=y""",
+			   qemu_arch='x86_64',
+			   kernel_path='arch/x86/boot/bzImage',
+			   kernel_command_line='console=ttyS0 kunit_shutdown=none rdinit=/init --',
+			   extra_qemu_params=['-bios', 'qboot.rom', '-initrd', {initrd!r}])
+'''
+
+
+def userspace_cases(filter_glob: str) -> List[str]:
+    """The cases of kunit/cpuhp_sysfs_test.sh that @filter_glob selects."""
+    cases = verdict.declared_cases(REPO / 'kunit', userspace=True)
+    return verdict.filtered({k: v for k, v in cases.items() if k == SYSFS_SUITE},
+                            filter_glob).get(SYSFS_SUITE, [])
+
+
+def guest(build_dir: Path, filter_glob: str) -> Path:
+    """The initramfs and kunit.py --qemu_config of a run; returns the latter.
+
+    Written into @build_dir (the kernel they belong to); the sysfs test runs
+    with the cases @filter_glob selects, not at all when it selects none.
+    """
+    where = build_dir / 'cpuhp-kunit'
+    where.mkdir(parents=True, exist_ok=True)
+    cases = userspace_cases(filter_glob)
+    tests = f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}" if cases else ':'
+    initrd = make_initramfs(where / 'initramfs.cpio', INIT.format(tests=tests),
+                            [('cpuhp_sysfs_test.sh', SYSFS_TEST)] if cases else [])
+    qemu_config = where / 'x86_64_gcov.py'
+    qemu_config.write_text(QEMU_CONFIG.format(initrd=str(initrd)))
+    return qemu_config
+
+
+def make_initramfs(dest: Path, init_text: str, extra: Sequence[Tuple[str, Path]] = ()) -> Path:
+    """A newc cpio with busybox, /init and @extra (name in the image, source)."""
+    stage = dest.with_suffix('')
+    shutil.rmtree(stage, ignore_errors=True)
+    (stage / 'bin').mkdir(parents=True)
+    shutil.copy2('/bin/busybox', stage / 'bin' / 'busybox')
+    names = ['init', 'bin', 'bin/busybox']
+    for name, src in extra:
+        shutil.copy2(src, stage / name)
+        names.append(name)
+    (stage / 'init').write_text(init_text)
+    (stage / 'init').chmod(0o755)
+    with open(dest, 'wb') as f:
+        subprocess.run(['cpio', '--quiet', '-o', '-H', 'newc'], cwd=stage,
+                       input=('\n'.join(names) + '\n').encode(), stdout=f, check=True)
+    return dest
+
+
+# The gcda archive comes from the guest: untrusted. Limits well above what
+# two profiled objects produce (a few hundred KiB).
+MAX_GCDA_BYTES = 64 << 20
+
+
+def gcda_blob(console: Path) -> bytes:
+    """The gcov archive printed on the console, checked against its sha256."""
+    lines = ktap.read_console(console).lines
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.startswith(BEGIN))
+        end = next(i for i, ln in enumerate(lines) if i > start and ln.strip() == END)
+    except StopIteration:
+        raise tree.PrepareError(f'no gcov data on the console ({console}): '
+                                'did the kernel reach /init?') from None
+    # Kernel messages may interleave: keep the lines that are base64.
+    b64 = [ln.strip() for ln in lines[start + 1:end] if BASE64_LINE.match(ln.strip())]
+    if sum(map(len, b64)) > MAX_GCDA_BYTES * 4 // 3 + 4:
+        raise tree.PrepareError(f'gcov data on the console is larger than '
+                                f'{MAX_GCDA_BYTES >> 20} MiB: refused')
+    try:
+        blob = base64.b64decode(''.join(b64), validate=True)
+    except ValueError as e:
+        raise tree.PrepareError(f'gcov data on the console is damaged: {e}') from None
+    want = lines[start][len(BEGIN):].split()[:1]
+    if not blob or want != [hashlib.sha256(blob).hexdigest()]:
+        raise tree.PrepareError(f'gcov data in {console} is missing or damaged '
+                                '(sha256 differs from the one the guest printed)')
+    return blob
+
+
+def gcda_members(blob: bytes, build_dir: Path) -> List[Tuple[Path, bytes]]:
+    """Where each .gcda of the archive goes in @build_dir, and its data.
+
+    debugfs mirrors the build directory's absolute path, so a member
+    './<build dir>/kernel/cpu.gcda' goes to <build dir>/kernel/cpu.gcda.
+    Everything else is refused, whole archive, before anything is written:
+    absolute names, '..', links, devices, files that are not .gcda, a place
+    outside the build directory or without its directory there, and more
+    than MAX_GCDA_BYTES in all.
+    """
+    root = Path(os.path.normpath(build_dir.absolute()))
+    out: List[Tuple[Path, bytes]] = []
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(blob), mode='r:gz') as tar:
+            for member in tar:
+                name = member.name
+                if name.startswith('/') or '..' in name.split('/'):
+                    raise tree.PrepareError(f'gcov archive: unsafe name {name!r}: refused')
+                if member.isdir():
+                    continue
+                if not member.isfile():
+                    raise tree.PrepareError(f'gcov archive: {name!r} is not a regular file '
+                                            '(link or device): refused')
+                if not name.endswith('.gcda'):
+                    raise tree.PrepareError(f'gcov archive: {name!r} is not a .gcda file: '
+                                            'refused')
+                total += member.size
+                if total > MAX_GCDA_BYTES:
+                    raise tree.PrepareError(f'gcov archive: more than {MAX_GCDA_BYTES >> 20} '
+                                            'MiB: refused')
+                path = Path(os.path.normpath('/' + name.removeprefix('./')))
+                if root not in path.parents:
+                    raise tree.PrepareError(f'gcov archive: {name!r} is outside the build '
+                                            f'directory {root}: refused')
+                if not path.parent.is_dir():
+                    raise tree.PrepareError(f'gcov archive: {name!r}: no such directory in '
+                                            'the build: refused')
+                data = tar.extractfile(member)
+                assert data is not None
+                out.append((path, data.read(member.size)))
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        raise tree.PrepareError(f'gcov archive is damaged: {e}') from None
+    return out
+
+
+def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
+    """Put the .gcda files printed on the console back into the build directory."""
+    written: List[Path] = []
+    for path, data in gcda_members(gcda_blob(console), build_dir):
+        # Never through a link that may stand where the file should be.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, 'wb') as f:
+            f.write(data)
+        written.append(path)
+    return written
+
+
+SELFTEST_EXIT = re.compile(r'cpuhp-kunit: selftest exit (\d+)')
+
+
+def selftest_status(console: Path) -> Optional[int]:
+    """The exit status cpu-on-off-test.sh printed, None if it printed none."""
+    for line in ktap.read_console(console).lines:
+        m = SELFTEST_EXIT.search(line)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+@dataclasses.dataclass
+class FileCov:
+    lines: Tuple[int, int] = (0, 0)         # hit, found
+    functions: Tuple[int, int] = (0, 0)
+    branches: Tuple[int, int] = (0, 0)
+    fn_start: Dict[str, int] = dataclasses.field(default_factory=dict)
+    fn_calls: Dict[str, int] = dataclasses.field(default_factory=dict)
+    line_hits: Dict[int, int] = dataclasses.field(default_factory=dict)
+    branch_taken: Dict[int, List[bool]] = dataclasses.field(default_factory=dict)
+
+
+def parse_info(text: str) -> Dict[str, FileCov]:
+    """The per-file records of an lcov tracefile."""
+    files: Dict[str, FileCov] = {}
+    cur: Optional[FileCov] = None
+    for line in text.splitlines():
+        key, _, val = line.partition(':')
+        if key == 'SF':
+            cur = files.setdefault(val, FileCov())
+        elif cur is None:
+            continue
+        elif key == 'FN':
+            start, name = val.split(',', 1)
+            cur.fn_start[name] = int(start)
+        elif key == 'FNDA':
+            count, name = val.split(',', 1)
+            cur.fn_calls[name] = int(count)
+        elif key == 'DA':
+            num, count = val.split(',')[:2]
+            cur.line_hits[int(num)] = int(count)
+        elif key == 'BRDA':
+            num, _, _, taken = val.split(',')[:4]
+            hit = taken not in ('-', '0')
+            h, f = cur.branches
+            cur.branches = (h + hit, f + 1)
+            cur.branch_taken.setdefault(int(num), []).append(hit)
+    for cov in files.values():
+        cov.lines = (sum(1 for c in cov.line_hits.values() if c), len(cov.line_hits))
+        cov.functions = (sum(1 for c in cov.fn_calls.values() if c), len(cov.fn_start))
+    return files
+
+
+def _function_range(cov: FileCov, name: str) -> Tuple[int, int]:
+    """@name's first line and the next function's first line (lcov gives no ends)."""
+    start = cov.fn_start[name]
+    later = [s for s in cov.fn_start.values() if s > start]
+    end = min(later) if later else max([*cov.line_hits, *cov.branch_taken], default=start) + 1
+    return start, end
+
+
+def function_lines(cov: FileCov, name: str) -> Tuple[int, int]:
+    """Lines hit/found from @name's first line to the next function's."""
+    start, end = _function_range(cov, name)
+    hits = [c for n, c in cov.line_hits.items() if start <= n < end]
+    return sum(1 for c in hits if c), len(hits)
+
+
+def function_branches(cov: FileCov, name: str) -> Tuple[int, int]:
+    """Branches taken/found from @name's first line to the next function's."""
+    start, end = _function_range(cov, name)
+    taken = [t for n, ts in cov.branch_taken.items() if start <= n < end for t in ts]
+    return sum(taken), len(taken)
+
+
+def missed_branches(cov: FileCov, name: str) -> List[str]:
+    """'line:k' for each branch of @name never taken (k: its place on the line)."""
+    start, end = _function_range(cov, name)
+    return [f'{n}:{k}' for n in sorted(cov.branch_taken) if start <= n < end
+            for k, t in enumerate(cov.branch_taken[n]) if not t]
+
+
+def pct(hit_found: Tuple[int, int]) -> float:
+    hit, found = hit_found
+    return 100.0 * hit / found if found else 0.0
+
+
+def summary(files: Dict[str, FileCov]) -> List[str]:
+    out = ['file                          lines            functions        branches']
+    for name in FILES:
+        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
+        if cov is None:
+            out.append(f'{name:30}(no data)')
+            continue
+        out.append(f'{name:30}' + ''.join(
+            f'{pct(v):5.1f}% {v[0]:4}/{v[1]:<4}  ' for v in (cov.lines, cov.functions,
+                                                             cov.branches)))
+    out.append('')
+    out.append('function                                  file                 calls  lines'
+               '           branches')
+    gated = read_function_thresholds(THRESHOLDS) if THRESHOLDS.is_file() else {}
+    for name in FILES:
+        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
+        if cov is None:
+            continue
+        for fn in sorted(cov.fn_start, key=cov.fn_start.__getitem__):
+            if CORE_FUNCTIONS.match(fn) or fn in gated:
+                lines, branches = function_lines(cov, fn), function_branches(cov, fn)
+                out.append(f'{fn:42}{Path(name).name:18}{cov.fn_calls.get(fn, 0):8}  '
+                           f'{lines[0]:3}/{lines[1]:<3} {pct(lines):5.1f}%  '
+                           f'{branches[0]:3}/{branches[1]:<3} {pct(branches):5.1f}%'
+                           + ('  gated' if fn in gated else ''))
+    if gated:
+        out.append('')
+        out.append('branches of the gated functions never taken (line:place, see README):')
+        for name in FILES:
+            cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
+            for fn in gated:
+                if cov is not None and fn in cov.fn_start:
+                    out.append(f'  {fn}: {" ".join(missed_branches(cov, fn)) or "none"}')
+    return out
+
+
+def _threshold_rows(path: Path) -> List[List[str]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.split('#', 1)[0].strip()
+        if line:
+            rows.append(line.split())
+    return rows
+
+
+def read_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
+    """'<file> <min line %> <min function %>' per line."""
+    return {name: (float(lines), float(funcs))
+            for name, lines, funcs in (r for r in _threshold_rows(path)
+                                       if not r[0].endswith('()'))}
+
+
+def read_function_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
+    """'<function>() <min line %> <min branch %>' per line."""
+    return {name[:-2]: (float(lines), float(branches))
+            for name, lines, branches in (r for r in _threshold_rows(path)
+                                          if r[0].endswith('()'))}
+
+
+def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, float]]) -> List[str]:
+    problems = []
+    for name, (min_lines, min_funcs) in limits.items():
+        cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
+        if cov is None:
+            problems.append(f'{name}: no coverage data')
+            continue
+        if pct(cov.lines) < min_lines:
+            problems.append(f'{name}: line coverage {pct(cov.lines):.1f}% < {min_lines}%')
+        if pct(cov.functions) < min_funcs:
+            problems.append(f'{name}: function coverage {pct(cov.functions):.1f}% < {min_funcs}%')
+    return problems
+
+
+def gate_functions(files: Dict[str, FileCov],
+                   limits: Dict[str, Tuple[float, float]]) -> List[str]:
+    """Per function of FILES: its line and branch coverage against its limits."""
+    problems = []
+    for fn, (min_lines, min_branches) in limits.items():
+        cov = next((c for f, c in files.items() if any(f.endswith('/' + n) for n in FILES)
+                    and fn in c.fn_start), None)
+        if cov is None:
+            problems.append(f'{fn}(): no coverage data')
+            continue
+        lines, branches = pct(function_lines(cov, fn)), pct(function_branches(cov, fn))
+        if lines < min_lines:
+            problems.append(f'{fn}(): line coverage {lines:.1f}% < {min_lines}%')
+        if branches < min_branches:
+            problems.append(f'{fn}(): branch coverage {branches:.1f}% < {min_branches}%')
+    return problems
+
+
+def capture(build_dir: Path, src: Path, out: Path, name: str) -> Dict[str, FileCov]:
+    """lcov over the .gcda files now in @build_dir, restricted to FILES."""
+    lcov('--capture', '--directory', str(build_dir), '--base-directory', str(src),
+         '--output-file', str(out / f'{name}-all.info'))
+    lcov('--extract', str(out / f'{name}-all.info'), *[f'*/{f}' for f in FILES],
+         '--output-file', str(out / f'{name}.info'))
+    return parse_info((out / f'{name}.info').read_text())
+
+
+def lcov(*args: str) -> str:
+    res = subprocess.run(['lcov', '--quiet', '--rc', 'lcov_branch_coverage=1', *args],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise tree.PrepareError(f"lcov {' '.join(args)} failed: {res.stderr.strip()}")
+    return res.stdout
+
+
+def report(out: Path, build_dir: Path, src: Path) -> Dict[str, FileCov]:
+    """The gcov data of out/console.log as out/coverage.info, summary.txt, html/.
+
+    Stale .gcda files of an earlier run must have been removed from
+    @build_dir before the run (clear()).
+    """
+    gcda = extract_gcda(out / 'console.log', build_dir)
+    tree.log(f'{len(gcda)} .gcda files from the guest')
+    files = capture(build_dir, src, out, 'coverage')
+    (out / 'coverage-all.info').unlink(missing_ok=True)
+    res = subprocess.run(['genhtml', '--quiet', '--branch-coverage', '--output-directory',
+                          str(out / 'html'), str(out / 'coverage.info')],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise tree.PrepareError(f'genhtml failed: {res.stderr.strip()}')
+    text = summary(files)
+    (out / 'summary.txt').write_text('\n'.join(text) + '\n')
+    return files
+
+
+def clear(build_dir: Path) -> None:
+    """Remove the .gcda files an earlier run left in @build_dir."""
+    for stale in (build_dir / 'kernel').rglob('*.gcda'):
+        stale.unlink()
