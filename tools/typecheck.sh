@@ -1,13 +1,17 @@
 #!/bin/sh
 # What make tools-test needs from Debian (mypy; python3-junitparser, the real
-# JUnit consumer the tests read junit.xml with), installed when root; then
-# mypy --strict over tools/.
+# JUnit consumer the tests read junit.xml with; python3-yaml, which reads the
+# CI definitions; lcov, which make merge-results runs), installed when root;
+# then mypy --strict over tools/.
 set -eu
-if ! command -v mypy >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import junitparser' 2>/dev/null; then
+pkgs='mypy python3-junitparser python3-yaml lcov'
+if ! command -v mypy >/dev/null 2>&1 || ! command -v lcov >/dev/null 2>&1 ||
+	! /usr/bin/python3 -c 'import junitparser, yaml' 2>/dev/null; then
 	if [ "$(id -u)" = 0 ]; then
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q mypy python3-junitparser >/dev/null
+		# shellcheck disable=SC2086 # one word per package
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $pkgs >/dev/null
 	else
-		echo "mypy or python3-junitparser is not installed and this is not root: run 'apt-get install -y mypy python3-junitparser' as root" >&2
+		echo "some of $pkgs are not installed and this is not root: run 'apt-get install -y $pkgs' as root" >&2
 		exit 1
 	fi
 fi

@@ -1,0 +1,270 @@
+"""`make merge-results DIRS="out/a out/b ..."`: one report of many CI jobs.
+
+Each directory is the out/ directory of one job: a run (make run, make
+coverage: verdict.json, junit.xml, coverage.info) or a mutant set or shard
+(make mutate: report.json, junit.xml). Writes to out/merged/:
+
+  junit.xml     every job's testsuites, named '<job>: <suite>', plus a
+                'cpuhp-kunit merge' suite with one error per problem of the
+                merge itself
+  coverage-<KVER>.info, html-<KVER>/
+                lcov -a of the jobs' coverage.info, per kernel series (two
+                series have two different sources); genhtml's report
+  mutants.md    the mutants of every shard, with the kill ratio per set and
+                overall
+  summary.txt   one line per job, the problems, PASS or FAIL
+
+Red (exit 1) when a job is red, a directory holds no result, two
+directories are the same job, a mutant is in two shards, or the shards of a
+set do not add up to the set (the union of the shards must be every mutant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+if __package__ in (None, ''):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+
+from cpuhpk import junit, tree, verdict  # noqa: E402
+
+MERGE_SUITE = 'cpuhp-kunit merge'
+# lcov's SF: paths name the tree where the job built: <...>/linux-<version>/<file>.
+TREE_PATH = re.compile(r'^SF:.*/(linux-[0-9][^/]*/.+)$')
+
+
+@dataclasses.dataclass
+class Job:
+    path: Path
+    label: str                          # 'KVER=6.12 CONFIG=debug', 'mutate KVER=6.12 ...'
+    ok: bool
+    counts: str
+    kver: str = ''
+    mutants: Optional[Dict[str, Any]] = None     # report.json of a make mutate
+
+
+def read_job(d: Path) -> Job:
+    """What one directory holds; tree.PrepareError when it holds no result."""
+    report, verdict_path = d / 'report.json', d / 'verdict.json'
+    if report.is_file():
+        try:
+            data = json.loads(report.read_text())
+            outcomes = data['outcomes']
+            killed = sum(o['verdict'] == 'killed' for o in outcomes)
+        except (ValueError, KeyError, TypeError) as e:
+            raise tree.PrepareError(f'{d}: report.json is unreadable: {e}') from None
+        label = (f"mutate KVER={data.get('kver', '?')} CONFIG={data.get('config', '?')}"
+                 + (f" STRICT={data['strict']}" if str(data.get('strict', '0')) != '0' else '')
+                 + (f" SHARD={data['shard']}" if data.get('shard') else ''))
+        return Job(d, label, killed == len(outcomes), f'{killed}/{len(outcomes)} killed',
+                   str(data.get('kver', '')), data)
+    if verdict_path.is_file():
+        try:
+            v, context = verdict.read_json(verdict_path)
+        except (ValueError, KeyError, TypeError) as e:
+            raise tree.PrepareError(f'{d}: verdict.json is unreadable: {e}') from None
+        label = ' '.join(f'{k.upper()}={context[k]}' for k in ('kver', 'config', 'smp', 'fixes',
+                                                               'strict', 'filter')
+                         if context.get(k) and not (k, context[k]) in (
+                             ('smp', '4'), ('fixes', '0'), ('strict', '0')))
+        passed, failed, skipped, known = v.closing_counts()
+        return Job(d, label or d.name, v.ok, f'{passed} passed, {failed} failed, '
+                   f'{skipped} skipped, {known} known', context.get('kver', ''))
+    raise tree.PrepareError(f'{d}: no verdict.json or report.json: not the out/ directory '
+                            'of a make run, make coverage or make mutate')
+
+
+def merge_junit(jobs: Sequence[Job], problems: Sequence[str]) -> ET.ElementTree:
+    top = ET.Element('testsuites')
+    for job in jobs:
+        path = job.path / 'junit.xml'
+        try:
+            src = ET.parse(path).getroot()
+        except (OSError, ET.ParseError) as e:
+            suite = ET.SubElement(top, 'testsuite', name=f'{job.label}: {MERGE_SUITE}')
+            tc = ET.SubElement(suite, 'testcase', classname=job.label, name='junit.xml')
+            ET.SubElement(tc, 'error', message=junit.clean(f'{path}: {e}'))
+            continue
+        for suite in src.iter('testsuite'):
+            suite.set('name', f"{job.label}: {suite.get('name', '')}")
+            for tc in suite.iter('testcase'):
+                tc.set('classname', f"{job.label}: {tc.get('classname', '')}")
+            top.append(suite)
+    if problems:
+        suite = ET.SubElement(top, 'testsuite', name=MERGE_SUITE)
+        for i, p in enumerate(problems, 1):
+            tc = ET.SubElement(suite, 'testcase', classname=MERGE_SUITE, name=f'problem {i}')
+            ET.SubElement(tc, 'error', message=junit.clean(p))
+    for suite in top.iter('testsuite'):
+        suite.set('tests', str(len(suite.findall('testcase'))))
+        for key, tag in (('failures', 'failure'), ('errors', 'error'), ('skipped', 'skipped')):
+            suite.set(key, str(len(suite.findall(f'testcase/{tag}'))))
+    for key in ('tests', 'failures', 'errors', 'skipped'):
+        top.set(key, str(sum(int(s.get(key, '0')) for s in top.iter('testsuite'))))
+    ET.indent(top)
+    return ET.ElementTree(top)
+
+
+def mutant_sets(jobs: Sequence[Job]) -> Tuple[List[str], List[str]]:
+    """The mutants table and the merge's problems with the shards."""
+    sets: Dict[Tuple[str, str, str], List[Job]] = {}
+    for job in jobs:
+        if job.mutants is not None:
+            m = job.mutants
+            sets.setdefault((str(m.get('kver')), str(m.get('config')),
+                             str(m.get('strict', '0'))), []).append(job)
+    table: List[str] = []
+    problems: List[str] = []
+    all_killed = all_count = 0
+    for (kver, config, strict), shards in sorted(sets.items()):
+        seen: Dict[str, Job] = {}
+        rows: List[str] = []
+        killed = 0
+        for job in shards:
+            assert job.mutants is not None
+            for o in job.mutants['outcomes']:
+                name = o['mutant']
+                if name in seen:
+                    problems.append(f'mutant {name} is in two shards: {seen[name].path} and '
+                                    f'{job.path}')
+                    continue
+                seen[name] = job
+                rows.append(f"| {name} | {o['promise']} | {o['verdict']} | {o['by']} | "
+                            f"{job.mutants.get('shard') or '-'} |")
+                killed += o['verdict'] == 'killed'
+        problems += shard_problems(kver, config, shards)
+        all_killed += killed
+        all_count += len(rows)
+        table += [f'## KVER={kver} CONFIG={config}' + (' STRICT=1' if strict == '1' else ''),
+                  '', f'{killed}/{len(rows)} killed ({100.0 * killed / max(len(rows), 1):.1f}%)',
+                  '', '| mutant | promise broken | verdict | killed by / why not | shard |',
+                  '|---|---|---|---|---|', *sorted(rows), '']
+    if sets:
+        table.insert(0, f'mutants overall: {all_killed}/{all_count} killed '
+                        f'({100.0 * all_killed / max(all_count, 1):.1f}%)\n')
+    return table, problems
+
+
+def shard_problems(kver: str, config: str, shards: Sequence[Job]) -> List[str]:
+    """Shards 1..N of one set all there, once, adding up to the whole set."""
+    name = f'the mutants of KVER={kver} CONFIG={config}'
+    specs = [str((j.mutants or {}).get('shard') or '') for j in shards]
+    totals = {int((j.mutants or {}).get('total', -1)) for j in shards}
+    count = sum(len((j.mutants or {}).get('outcomes', [])) for j in shards)
+    if '' in specs:
+        if len(specs) > 1:
+            return [f'{name}: a whole set and shards of it at once']
+    else:
+        ns = {s.partition('/')[2] for s in specs}
+        if len(ns) != 1:
+            return [f'{name}: shards of different splits: {", ".join(sorted(specs))}']
+        n = int(ns.pop())
+        have = sorted(int(s.partition('/')[0]) for s in specs)
+        if have != list(range(1, n + 1)):
+            missing = sorted(set(range(1, n + 1)) - set(have))
+            return [f'{name}: shards {", ".join(f"{i}/{n}" for i in missing) or "twice"} '
+                    f'missing' if missing else f'{name}: a shard is there twice']
+    if len(totals) != 1 or count != min(totals):
+        return [f'{name}: the shards hold {count} mutants, the set has '
+                f'{", ".join(str(t) for t in sorted(totals)) or "?"}']
+    return []
+
+
+def merge_coverage(jobs: Sequence[Job], out: Path) -> List[str]:
+    """coverage-<KVER>.info and html-<KVER>/ per kernel series; returns problems."""
+    by_kver: Dict[str, List[Path]] = {}
+    for job in jobs:
+        if (job.path / 'coverage.info').is_file():
+            by_kver.setdefault(job.kver or '?', []).append(job.path / 'coverage.info')
+    problems = []
+    for kver, infos in sorted(by_kver.items()):
+        stage = out / f'stage-{kver}'
+        stage.mkdir(parents=True, exist_ok=True)
+        args: List[str] = []
+        for i, info in enumerate(infos):
+            # Paths relative to the cache, so jobs of other machines add up.
+            text = '\n'.join(TREE_PATH.sub(r'SF:\1', ln) for ln in info.read_text().splitlines())
+            (stage / f'{i}.info').write_text(text + '\n')
+            args += ['-a', str(stage / f'{i}.info')]
+        merged = out / f'coverage-{kver}.info'
+        res = subprocess.run(['lcov', '--quiet', '--rc', 'lcov_branch_coverage=1', *args,
+                              '-o', str(merged)], capture_output=True, text=True, check=False)
+        shutil.rmtree(stage)
+        if res.returncode != 0:
+            problems.append(f'lcov -a of {len(infos)} tracefiles failed: {res.stderr.strip()}')
+            continue
+        # Sources are read from the cache when this machine has the tree.
+        src = tree.cache_root()
+        missing = [] if all((src / ln[3:]).is_file() for ln in merged.read_text().splitlines()
+                            if ln.startswith('SF:')) else ['--ignore-errors', 'source']
+        if missing:
+            tree.log(f'KVER={kver}: the tree is not in {src}: html without source lines '
+                     '(make prepare first to have them)')
+        res = subprocess.run(['genhtml', '--quiet', '--branch-coverage', *missing,
+                              '--output-directory', str(out / f'html-{kver}'), str(merged)],
+                             cwd=src if not missing else out, capture_output=True, text=True,
+                             check=False)
+        if res.returncode != 0:
+            problems.append(f'genhtml of {merged} failed: {res.stderr.strip()}')
+        tree.log(f'KVER={kver}: {len(infos)} tracefiles -> {merged}')
+    return problems
+
+
+def merge(dirs: Sequence[Path], out: Path) -> int:
+    problems: List[str] = []
+    jobs: List[Job] = []
+    for d in dirs:
+        if d.resolve() == out.resolve():
+            continue        # DIRS=out/* names the merge's own output too
+        try:
+            jobs.append(read_job(d))
+        except tree.PrepareError as e:
+            problems.append(str(e))
+    labels: Dict[str, Path] = {}
+    for job in jobs:
+        if job.label in labels:
+            problems.append(f'{labels[job.label]} and {job.path} are the same job '
+                            f'({job.label})')
+        labels.setdefault(job.label, job.path)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    table, shard_issues = mutant_sets(jobs)
+    problems += shard_issues
+    if table:
+        (out / 'mutants.md').write_text('\n'.join(table) + '\n')
+    problems += merge_coverage(jobs, out)
+    merge_junit(jobs, problems).write(out / 'junit.xml', encoding='utf-8',
+                                      xml_declaration=True)
+    ok = bool(jobs) and all(j.ok for j in jobs) and not problems
+    lines = [f"{'PASS' if j.ok else 'FAIL'}  {j.label:45} {j.counts}  ({j.path})" for j in jobs]
+    lines += [f'merge problem: {p}' for p in problems]
+    if table:
+        lines.append(table[0].strip())
+    if not dirs:
+        lines.append('no directories given')
+    lines.append(f'cpuhp-kunit: merged {len(jobs)} job(s): ' + ('PASS' if ok else 'FAIL'))
+    (out / 'summary.txt').write_text('\n'.join(lines) + '\n')
+    print('\n'.join(lines))
+    return 0 if ok else 1
+
+
+def main(argv: Sequence[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--out', type=Path, default=Path('out') / 'merged')
+    ap.add_argument('dirs', nargs='*', type=Path)
+    args = ap.parse_args(argv)
+    return merge(args.dirs, args.out)
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

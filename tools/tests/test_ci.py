@@ -1,0 +1,152 @@
+"""The CI definitions fan out over exactly the jobs of `make matrix-list`.
+
+.gitlab-ci.yml and .github/workflows/cpuhp-kunit.yml cannot run here: they
+are read as YAML (python3-yaml) and their matrices expanded the way each
+engine does (GitLab: the product of each parallel:matrix entry's lists;
+GitHub: strategy.matrix include rows, or the product of its lists).
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import subprocess
+import unittest
+from pathlib import Path
+from typing import Any, Dict, List
+
+from cpuhpk import mutate
+
+REPO = Path(__file__).resolve().parents[2]
+yaml: Any = importlib.import_module('yaml')
+
+
+def matrix_list(*args: str) -> List[str]:
+    res = subprocess.run(['make', '-s', '--no-print-directory', 'matrix-list', *args],
+                         cwd=REPO, capture_output=True, text=True, check=True)
+    return res.stdout.splitlines()
+
+
+def product(entry: Dict[str, Any]) -> List[Dict[str, str]]:
+    """One combination per element of the product of @entry's values (a str is a list of one)."""
+    keys = list(entry)
+    values = [v if isinstance(v, list) else [v] for v in entry.values()]
+    return [dict(zip(keys, map(str, combo))) for combo in itertools.product(*values)]
+
+
+def gitlab_jobs(doc: Dict[str, Any], name: str) -> List[Dict[str, str]]:
+    job = doc[name]
+    base = {k: str(v) for k, v in job.get('variables', {}).items()}
+    return [dict(base, **combo) for entry in job['parallel']['matrix'] for combo in product(entry)]
+
+
+def github_jobs(doc: Dict[str, Any], name: str) -> List[Dict[str, str]]:
+    matrix = dict(doc['jobs'][name]['strategy']['matrix'])
+    include = matrix.pop('include', [])
+    combos = product(matrix) if matrix else []
+    return combos + [{k: str(v) for k, v in row.items()} for row in include]
+
+
+def shards(specs: List[str]) -> None:
+    """@specs are SHARD=1/N .. N/N, each once."""
+    n = int(specs[0].partition('/')[2])
+    assert sorted(specs) == sorted(f'{i}/{n}' for i in range(1, n + 1)), specs
+
+
+class GitLabTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.doc = yaml.safe_load((REPO / '.gitlab-ci.yml').read_text())
+
+    def test_kernel_jobs_are_matrix_list(self) -> None:
+        jobs = [f"{j['TARGET']} KVER={j['KVER']} CONFIG={j['CONFIG']}"
+                for j in gitlab_jobs(self.doc, 'kernel')]
+        self.assertEqual(sorted(jobs), sorted(matrix_list()))
+        self.assertIn('make $TARGET KVER=$KVER CONFIG=$CONFIG $EXTRA || rc=$?',
+                      ' '.join(self.doc['kernel']['script']))
+
+    def test_mutant_shards_cover_the_set_once(self) -> None:
+        jobs = gitlab_jobs(self.doc, 'mutants')
+        self.assertEqual({j['TARGET'] for j in jobs}, {'mutate'})
+        shards([j['EXTRA'].removeprefix('SHARD=') for j in jobs])
+
+    def test_each_job_caches_its_kernel_and_keeps_its_results(self) -> None:
+        self.assertTrue(self.doc['variables']['CPUHP_KUNIT_CACHE'].startswith('$CI_PROJECT_DIR/'))
+        for name in ('kernel', 'mutants'):
+            job = self.doc[name]
+            self.assertIn('$KVER', job['cache']['key'])
+            self.assertIn('$CONFIG', job['cache']['key'])
+            self.assertEqual(job['cache']['paths'], ['.cache/cpuhp-kunit/'])
+            self.assertEqual(job['artifacts']['when'], 'always')
+            self.assertIn('results/$CI_JOB_ID', ' '.join(job['script']))
+
+    def test_merge_job_reads_every_job(self) -> None:
+        job = self.doc['merge-results']
+        self.assertEqual(job['when'], 'always')
+        self.assertEqual({n['job'] for n in job['needs']}, {'kernel', 'mutants'})
+        self.assertIn('make merge-results DIRS="$(echo results/*/*)"', job['script'])
+        self.assertEqual(self.doc['tools-test']['script'], ['make tools-test'])
+
+
+class GitHubTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.doc = yaml.safe_load((REPO / '.github' / 'workflows' / 'cpuhp-kunit.yml')
+                                  .read_text())
+
+    def steps(self, job: str) -> List[Dict[str, Any]]:
+        steps: List[Dict[str, Any]] = self.doc['jobs'][job]['steps']
+        return steps
+
+    def test_kernel_jobs_are_matrix_list(self) -> None:
+        jobs = [f"{j['target']} KVER={j['kver']} CONFIG={j['config']}"
+                for j in github_jobs(self.doc, 'kernel')]
+        self.assertEqual(sorted(jobs), sorted(matrix_list()))
+        runs = [s.get('run', '') for s in self.steps('kernel')]
+        self.assertIn('make ${{ matrix.target }} KVER=${{ matrix.kver }} '
+                      'CONFIG=${{ matrix.config }}', runs)
+        self.assertFalse(self.doc['jobs']['kernel']['strategy']['fail-fast'])
+
+    def test_mutant_shards_cover_the_set_once(self) -> None:
+        shards([j['shard'] for j in github_jobs(self.doc, 'mutants')])
+        runs = [s.get('run', '') for s in self.steps('mutants')]
+        self.assertTrue(any('make mutate' in r and 'SHARD=${{ matrix.shard }}' in r
+                            for r in runs))
+
+    def test_each_job_caches_its_kernel_and_uploads_out(self) -> None:
+        for job in ('kernel', 'mutants'):
+            cache = [s for s in self.steps(job) if s.get('uses', '').startswith('actions/cache')]
+            self.assertEqual(cache[0]['with']['path'], '~/.cache/cpuhp-kunit')
+            self.assertIn('matrix.kver', cache[0]['with']['key'])
+            self.assertIn('matrix.config', cache[0]['with']['key'])
+            upload = [s for s in self.steps(job)
+                      if s.get('uses', '').startswith('actions/upload-artifact')]
+            self.assertEqual((upload[0]['with']['path'], upload[0]['if']), ('out/', 'always()'))
+
+    def test_merge_job_reads_every_job(self) -> None:
+        job = self.doc['jobs']['merge-results']
+        self.assertEqual((sorted(job['needs']), job['if']), (['kernel', 'mutants'], 'always()'))
+        runs = [s.get('run', '') for s in self.steps('merge-results')]
+        self.assertIn('make merge-results DIRS="$(echo artifacts/*/*)"', runs)
+        self.assertIn('make tools-test', [s.get('run') for s in self.steps('tools-test')])
+
+
+class MatrixListTest(unittest.TestCase):
+    def test_default_is_the_coverage_job(self) -> None:
+        self.assertEqual(matrix_list('CONFIGS=default debug', 'KVER=6.1'),
+                         ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=debug'])
+
+    def test_make_matrix_runs_the_list(self) -> None:
+        res = subprocess.run(['make', '-n', '--no-print-directory', 'matrix'], cwd=REPO,
+                             capture_output=True, text=True, check=False)
+        for job in matrix_list():
+            self.assertIn(job.replace(' ', ','), res.stdout)
+
+    def test_mutants_shard_into_the_set(self) -> None:
+        patches = sorted((REPO / 'mutants').glob('*.patch'))
+        for n in (1, 2, 4, 7):
+            got = [p for i in range(1, n + 1) for p in mutate.shard(patches, f'{i}/{n}')]
+            self.assertEqual(sorted(got), patches)
+            self.assertEqual(len(got), len(set(got)))
+
+
+if __name__ == '__main__':
+    unittest.main()
