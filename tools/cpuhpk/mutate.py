@@ -195,13 +195,19 @@ def shard(patches: Sequence[Path], spec: str) -> List[Path]:
     return [p for k, p in enumerate(sorted(patches)) if k % n == i - 1]
 
 
+def out_base(kver: str, config: str, shard_spec: str) -> Path:
+    """out/<KVER>[-<CONFIG>]-mutate[-<I>of<N>]: shards run on one machine keep apart."""
+    suffix = '' if config == 'default' else f'-{config}'
+    part = f"-{shard_spec.replace('/', 'of')}" if shard_spec else ''
+    return REPO / 'out' / f'{kver}{suffix}-mutate{part}'
+
+
 def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
     t = tree.prepare(args.kver, REPO)
     run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
                 '--timeout', args.timeout, '--config', args.config, '--seed', args.seed,
                 '--stress-ops', args.stress_ops, '--strict', args.strict, '--no-coverage-report']
-    suffix = '' if args.config == 'default' else f'-{args.config}'
-    base = REPO / 'out' / f'{args.kver}{suffix}-mutate'
+    base = out_base(args.kver, args.config, args.shard)
     outcomes: List[Outcome] = []
     for patch in patches:
         o = run_one(patch, t, run_args, base / patch.stem)

@@ -351,6 +351,10 @@ class CommandTest(unittest.TestCase):
         self.assertIn('--kernel_args=cpuhp_kunit.stress_seed=1443673203', cmd)
         self.assertIn('--kernel_args=cpuhp_kunit.stress_ops=1200', cmd)
 
+    def test_mutant_shards_write_apart(self) -> None:
+        self.assertEqual(mutate.out_base('6.12', 'default', '').name, '6.12-mutate')
+        self.assertEqual(mutate.out_base('6.12', 'debug', '2/4').name, '6.12-debug-mutate-2of4')
+
     def test_out_dir_of_fixes(self) -> None:
         self.assertEqual(run.out_dir('6.12', 'debug', True).name, '6.12-debug-fixes')
         self.assertEqual(run.out_dir('6.12', 'default').name, '6.12')
