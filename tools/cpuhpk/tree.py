@@ -280,8 +280,18 @@ def extract(kver: str, package: str, dest: Path, tarball: Optional[Path] = None)
     tmp.rename(dest)
 
 
+def series_dir(repo: Path, kver: str) -> Path:
+    """src/<KVER>/: the kernel changes of one series (its series, fixes/ apart)."""
+    src = repo / 'src' / kver
+    if not (src / 'series').is_file():
+        known = ', '.join(sorted(p.parent.name for p in (repo / 'src').glob('*/series')))
+        raise PrepareError(f'no src/{kver}/series: KVER={kver} has no kernel changes here '
+                           f'(series with some: {known or "none"})')
+    return src
+
+
 def series_files(src: Path) -> List[Path]:
-    """The patches named by src/series, in order."""
+    """The patches named by src/<KVER>/series, in order."""
     series = src / 'series'
     if not series.is_file():
         return []
@@ -289,7 +299,8 @@ def series_files(src: Path) -> List[Path]:
     patches = [src / n for n in names if n and not n.startswith('#')]
     for p in patches:
         if not p.is_file():
-            raise PrepareError(f'src/series names {p.name}, which does not exist')
+            raise PrepareError(f'{src.parent.name}/{src.name}/series names {p.name}, '
+                               'which does not exist')
     return patches
 
 
@@ -385,7 +396,11 @@ def check_clean(tree: Path) -> None:
 
 
 def read_manifest(kunit: Path) -> Dict[str, str]:
-    """kunit/MANIFEST: '<file in kunit/> <path in the kernel tree>' per line."""
+    """kunit/MANIFEST: '<file in kunit/> <path in the kernel tree>' per line.
+
+    Returns tree path -> file: one file may go to several places (the
+    compat header, next to each suite that includes it).
+    """
     manifest = kunit / 'MANIFEST'
     entries: Dict[str, str] = {}
     if not manifest.is_file():
@@ -399,7 +414,9 @@ def read_manifest(kunit: Path) -> Dict[str, str]:
             raise PrepareError(f'kunit/MANIFEST:{n}: expected "<file> <relative tree path>"')
         if not (kunit / parts[0]).is_file():
             raise PrepareError(f'kunit/MANIFEST:{n}: kunit/{parts[0]} does not exist')
-        entries[parts[0]] = parts[1]
+        if parts[1] in entries:
+            raise PrepareError(f'kunit/MANIFEST:{n}: {parts[1]} is written twice')
+        entries[parts[1]] = parts[0]
     return entries
 
 
@@ -407,16 +424,16 @@ def install_kunit(tree: Path, kunit: Path) -> None:
     """Copy kunit/ sources into the tree, touching only files whose content changed."""
     entries = read_manifest(kunit)
     previous = (read_stamp(tree, INSTALLED_STAMP) or '').split()
-    for stale in set(previous) - set(entries.values()):
+    for stale in set(previous) - set(entries):
         (tree / stale).unlink(missing_ok=True)
-    for name, rel in entries.items():
+    for rel, name in entries.items():
         data = (kunit / name).read_bytes()
         dest = tree / rel
         if dest.is_file() and dest.read_bytes() == data:
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
-    stamp(tree, INSTALLED_STAMP).write_text('\n'.join(sorted(entries.values())))
+    stamp(tree, INSTALLED_STAMP).write_text('\n'.join(sorted(entries)))
 
 
 def prepare(kver: str, repo: Path, fixes: bool = False) -> Tree:
@@ -428,7 +445,7 @@ def prepare(kver: str, repo: Path, fixes: bool = False) -> Tree:
     path = cache_root() / f'linux-{version}'
     if read_stamp(path, PACKAGE_STAMP) != package:
         extract(kver, package, path)
-    apply_series(path, version, repo / 'src', fixes)
+    apply_series(path, version, series_dir(repo, kver), fixes)
     check_clean(path)
     install_kunit(path, repo / 'kunit')
     return Tree(kver=kver, package=package, version=version, path=path)

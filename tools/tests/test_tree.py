@@ -12,6 +12,8 @@ from unittest import mock
 
 from cpuhpk import tree
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def sh(cwd: Path, *args: str) -> str:
     return subprocess.run(args, cwd=cwd, check=True, capture_output=True, text=True).stdout
@@ -156,9 +158,20 @@ class SeriesTest(unittest.TestCase):
         tree.install_kunit(self.tree, self.repo / 'kunit')
         self.assertFalse(dest.exists())
 
+    def test_one_file_in_two_places(self) -> None:
+        (self.repo / 'kunit' / 'compat.h').write_text('/* c */\n')
+        (self.repo / 'kunit' / 'MANIFEST').write_text('compat.h a/compat.h\ncompat.h b/compat.h\n')
+        tree.install_kunit(self.tree, self.repo / 'kunit')
+        self.assertEqual((self.tree / 'a' / 'compat.h').read_text(), '/* c */\n')
+        self.assertEqual((self.tree / 'b' / 'compat.h').read_text(), '/* c */\n')
+        (self.repo / 'kunit' / 'MANIFEST').write_text('compat.h a/compat.h\n')
+        tree.install_kunit(self.tree, self.repo / 'kunit')
+        self.assertFalse((self.tree / 'b' / 'compat.h').exists())
+
     def test_manifest_errors(self) -> None:
         for text, what in (('x.c\n', 'expected'), ('x.c /abs/x.c\n', 'expected'),
-                           ('missing.c a/missing.c\n', 'does not exist')):
+                           ('missing.c a/missing.c\n', 'does not exist'),
+                           ('x.c a/x.c\nx.c a/x.c\n', 'written twice')):
             with self.subTest(text=text):
                 (self.repo / 'kunit' / 'x.c').write_text('')
                 (self.repo / 'kunit' / 'MANIFEST').write_text(text)
@@ -276,3 +289,19 @@ class LockTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class SeriesDirTest(unittest.TestCase):
+    def test_one_directory_per_kernel_series(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = Path(tmp)
+            (repo / 'src' / '6.12').mkdir(parents=True)
+            (repo / 'src' / '6.12' / 'series').write_text('')
+            self.assertEqual(tree.series_dir(repo, '6.12'), repo / 'src' / '6.12')
+            with self.assertRaises(tree.PrepareError) as e:
+                tree.series_dir(repo, '6.1')
+            self.assertIn('no src/6.1/series', str(e.exception))
+            self.assertIn('series with some: 6.12', str(e.exception))
+
+    def test_the_repository_has_one_for_the_default_kver(self) -> None:
+        self.assertTrue(tree.series_files(tree.series_dir(REPO, '6.12')))
