@@ -40,6 +40,7 @@
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 
+#include "cpuhp_kunit_compat.h"
 #include "cpuhp_recorder.h"
 
 /* An error no part of the hotplug core returns by itself. */

@@ -18,6 +18,7 @@
 #include <linux/smp.h>
 #include <linux/string.h>
 
+#include "cpuhp_kunit_compat.h"
 #include "cpuhp_recorder.h"
 
 static struct cpuhp_recorder *cpuhp_rec_current;

@@ -50,6 +50,7 @@
 #include <linux/spinlock.h>
 #include <trace/events/cpuhp.h>
 
+#include "cpuhp_kunit_compat.h"
 #include "cpuhp_recorder.h"
 
 /* The recorder slots of the three states, named as in the comment above. */

@@ -51,6 +51,7 @@
 #include <linux/random.h>
 #include <linux/string.h>
 
+#include "cpuhp_kunit_compat.h"
 #include "cpuhp_recorder.h"
 
 /* Errors no part of the hotplug core returns by itself. */

@@ -51,6 +51,7 @@
 #include <linux/spinlock.h>
 #include <trace/events/cpuhp.h>
 
+#include "cpuhp_kunit_compat.h"
 #include "cpuhp_recorder.h"
 
 #define CPUHP_SWEEP_STATES	(CPUHP_ONLINE + 1)

@@ -8,14 +8,17 @@
  *
  *  - an error from the driver's get_time_fn() is returned unchanged;
  *  - a system counter value whose clocksource ID is CSID_GENERIC, or is not
- *    the ID of the current timekeeping clocksource, is refused with -ENODEV;
+ *    the ID of the current timekeeping clocksource, is refused with -ENODEV
+ *    (before 6.10 a counter value names its clocksource by pointer: NULL,
+ *    or another clocksource than the current one);
  *  - a counter value of the current clocksource is converted to realtime and
  *    monotonic raw by the clocksource's mult/shift, from the same timekeeper
  *    state as ktime_get_snapshot();
  *  - a counter value of the clocksource's base clock (struct
  *    clocksource_base, the ART of the TSC) is converted by the base's ratio
  *    and offset, or from nanoseconds of it by the clocksource's frequency;
- *    a base that cannot convert, or of another ID, is refused with -ENODEV;
+ *    a base that cannot convert, or of another ID, is refused with -ENODEV
+ *    (6.10 and later: older kernels have no base clock, the case skips);
  *  - a counter value from before the current update interval is interpolated
  *    against the history snapshot, from whichever end is closer, and refused
  *    with -EINVAL when there is no history, the history starts after the
@@ -43,6 +46,9 @@
 #include <linux/sched.h>
 #include <linux/timekeeping.h>
 #include <linux/timex.h>
+#include <linux/version.h>
+
+#include "cpuhp_kunit_compat.h"
 
 /*
  * Above every real clocksource's rating: the documented "perfect" range
@@ -65,6 +71,101 @@
 
 /* Ticks between the history and the counter value interpolated backward. */
 #define CROSSTSTAMP_BACKWARD_TICKS	10
+
+/*
+ * What differs between the kernels the suite runs on, in one place. Since
+ * 6.10 a counter value names its clocksource by ID (cs_id, CSID_GENERIC
+ * for none) and may be a value of the clocksource's base clock (struct
+ * clocksource_base, use_nsecs). Before, it names it by pointer (cs, NULL
+ * for none) and there is no base clock. The cases name clocksources by ID;
+ * before 6.10 crosststamp_tag() turns the ID of one of the suite's
+ * clocksources into its pointer and any other ID into one that is not
+ * current (NULL), and the suite gives its clocksources IDs of its own
+ * (the kernel only copies them into snapshots).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#define CROSSTSTAMP_BASE_CLOCK		true
+#define CROSSTSTAMP_NR_IDS		CSID_MAX
+
+static int crosststamp_remember(struct kunit *test, struct clocksource *cs)
+{
+	return 0;
+}
+
+static void crosststamp_tag(struct system_counterval_t *counter, enum clocksource_ids id)
+{
+	counter->cs_id = id;
+}
+
+static enum clocksource_ids crosststamp_tag_of(const struct system_counterval_t *counter)
+{
+	return counter->cs_id;
+}
+
+static void crosststamp_tag_base(struct system_counterval_t *counter,
+				 const struct clocksource_base *base, bool use_nsecs)
+{
+	counter->cs_id = base->id;
+	counter->use_nsecs = use_nsecs;
+}
+
+static void crosststamp_set_base(struct clocksource *cs, struct clocksource_base *base,
+				 u32 freq_khz)
+{
+	cs->freq_khz = freq_khz;
+	cs->base = base;
+}
+#else
+#define CROSSTSTAMP_BASE_CLOCK		false
+#define CROSSTSTAMP_NR_IDS		8
+
+/* Only for the base clock cases' parameters, which skip. */
+struct clocksource_base {
+	enum clocksource_ids id;
+	u64 offset;
+	u32 numerator;
+	u32 denominator;
+};
+
+static struct clocksource *crosststamp_cs_of_id[CROSSTSTAMP_NR_IDS];
+
+static void crosststamp_forget(void *data)
+{
+	struct clocksource *cs = data;
+
+	if (crosststamp_cs_of_id[cs->id] == cs)
+		crosststamp_cs_of_id[cs->id] = NULL;
+}
+
+/* Until the test case ends (after its clocksource is unregistered). */
+static int crosststamp_remember(struct kunit *test, struct clocksource *cs)
+{
+	crosststamp_cs_of_id[cs->id] = cs;
+	return kunit_add_action_or_reset(test, crosststamp_forget, cs);
+}
+
+static void crosststamp_tag(struct system_counterval_t *counter, enum clocksource_ids id)
+{
+	counter->cs = id == CSID_GENERIC || id >= CROSSTSTAMP_NR_IDS ? NULL :
+		      crosststamp_cs_of_id[id];
+}
+
+static enum clocksource_ids crosststamp_tag_of(const struct system_counterval_t *counter)
+{
+	return counter->cs ? counter->cs->id : CSID_GENERIC;
+}
+
+static void crosststamp_tag_base(struct system_counterval_t *counter,
+				 const struct clocksource_base *base, bool use_nsecs)
+{
+	crosststamp_tag(counter, base->id);
+}
+
+static void crosststamp_set_base(struct clocksource *cs, struct clocksource_base *base,
+				 u32 freq_khz)
+{
+}
+#endif
 
 struct crosststamp_dev {
 	int err;			/* returned by get_time_fn() when not 0 */
@@ -92,7 +193,7 @@ static void crosststamp_dev_now(struct crosststamp_dev *dev)
 
 	ktime_get_snapshot(&dev->now);
 	cycles = dev->now.cycles + CROSSTSTAMP_AHEAD;
-	dev->counter.cs_id = dev->now.cs_id;
+	crosststamp_tag(&dev->counter, dev->now.cs_id);
 	if (base && base->numerator && !dev->use_nsecs) {
 		u32 rem;
 
@@ -106,8 +207,7 @@ static void crosststamp_dev_now(struct crosststamp_dev *dev)
 	if (!base)
 		return;
 	/* The inverse of convert_base_to_cs(), by hand. */
-	dev->counter.cs_id = base->id;
-	dev->counter.use_nsecs = dev->use_nsecs;
+	crosststamp_tag_base(&dev->counter, base, dev->use_nsecs);
 	if (dev->use_nsecs)	/* the clocksource counts ns: the same value */
 		dev->counter.cycles = cycles - base->offset;
 	else if (base->numerator)
@@ -168,7 +268,7 @@ static enum clocksource_ids crosststamp_other_id(enum clocksource_ids a,
 {
 	enum clocksource_ids id;
 
-	for (id = CSID_GENERIC + 1; id < CSID_MAX; id++)
+	for (id = CSID_GENERIC + 1; id < CROSSTSTAMP_NR_IDS; id++)
 		if (id != a && id != b)
 			return id;
 	return CSID_GENERIC;
@@ -227,8 +327,8 @@ static struct clocksource *crosststamp_register_cs(struct kunit *test, enum cloc
 	cs->id = id;
 	cs->mult = (1 << CROSSTSTAMP_NS_SHIFT) / counts_per_ns;
 	cs->shift = CROSSTSTAMP_NS_SHIFT;
-	cs->freq_khz = CROSSTSTAMP_NS_KHZ * counts_per_ns;
-	cs->base = base;
+	crosststamp_set_base(cs, base, CROSSTSTAMP_NS_KHZ * counts_per_ns);
+	KUNIT_ASSERT_EQ(test, crosststamp_remember(test, cs), 0);
 	crosststamp_counts_per_ns = counts_per_ns;
 
 	/* No frequency: the mult and shift above are kept. */
@@ -345,7 +445,7 @@ static void crosststamp_generic_id(struct kunit *test)
 	crosststamp_use_test_cs(test, CSID_GENERIC, 0, NULL);
 
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, NULL, &xt), -ENODEV);
-	KUNIT_EXPECT_EQ(test, dev.counter.cs_id, CSID_GENERIC);
+	KUNIT_EXPECT_EQ(test, crosststamp_tag_of(&dev.counter), CSID_GENERIC);
 }
 
 /*
@@ -372,17 +472,17 @@ static void crosststamp_other_clocksource(struct kunit *test)
 	cs = crosststamp_use_test_cs(test, test_id, 0, NULL);
 
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, NULL, &xt), 0);
-	KUNIT_EXPECT_EQ(test, dev.counter.cs_id, test_id);
+	KUNIT_EXPECT_EQ(test, crosststamp_tag_of(&dev.counter), test_id);
 
 	dev.counter_is_now = false;
-	dev.counter.cs_id = prev_id;
+	crosststamp_tag(&dev.counter, prev_id);
 	KUNIT_EXPECT_EQ_MSG(test, crosststamp_get(&dev, NULL, &xt), -ENODEV,
 			    "cs_id %d while %d is current", prev_id, test_id);
 
 	/* The reverse: the previous clocksource is back, report the test's. */
 	kunit_release_action(test, crosststamp_unregister_cs, cs);
 	KUNIT_ASSERT_NE(test, crosststamp_current_id(), test_id);
-	dev.counter.cs_id = test_id;
+	crosststamp_tag(&dev.counter, test_id);
 	KUNIT_EXPECT_EQ_MSG(test, crosststamp_get(&dev, NULL, &xt), -ENODEV,
 			    "cs_id %d after it was unregistered", test_id);
 }
@@ -480,6 +580,8 @@ static void crosststamp_base_clock(struct kunit *test)
 	struct system_device_crosststamp xt;
 	int ret;
 
+	if (!CROSSTSTAMP_BASE_CLOCK)
+		kunit_skip(test, "no clocksource base clock before 6.10");
 	base = kunit_kmalloc(test, sizeof(*base), GFP_KERNEL);
 	reported = kunit_kmalloc(test, sizeof(*reported), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, base);
@@ -536,7 +638,7 @@ static void crosststamp_interpolate(struct kunit *test, enum crosststamp_closer_
 	}
 	ktime_get_snapshot(&then);
 	dev.counter.cycles = then.cycles;
-	dev.counter.cs_id = then.cs_id;
+	crosststamp_tag(&dev.counter, then.cs_id);
 
 	KUNIT_ASSERT_EQ_MSG(test, crosststamp_wait_for_new_interval(&dev), -EINVAL,
 			    "a counter value before the interval without history");
@@ -584,7 +686,7 @@ static void crosststamp_history_overflow(struct kunit *test)
 				counts_per_ns);
 	ktime_get_snapshot(&history);
 	dev.counter.cycles = history.cycles + BIT_ULL(33);
-	dev.counter.cs_id = history.cs_id;
+	crosststamp_tag(&dev.counter, history.cs_id);
 	/* Wait for the counter, with room for the interval that follows. */
 	end = history.cycles + BIT_ULL(34) + BIT_ULL(31);
 	while (crosststamp_test_cs_read(NULL) < end)
@@ -605,7 +707,7 @@ static void crosststamp_history_after_counter(struct kunit *test)
 	ktime_get_snapshot(&history);
 	KUNIT_ASSERT_GT(test, history.cycles, then.cycles);
 	dev.counter.cycles = then.cycles;
-	dev.counter.cs_id = then.cs_id;
+	crosststamp_tag(&dev.counter, then.cs_id);
 	KUNIT_ASSERT_EQ(test, crosststamp_wait_for_new_interval(&dev), -EINVAL);
 
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), -EINVAL);
@@ -632,7 +734,7 @@ static void crosststamp_history_clocksource_changed(struct kunit *test)
 	/* The change itself starts a new interval after @then. */
 	crosststamp_use_test_cs(test, second_id, 1, NULL);
 	dev.counter.cycles = then.cycles;
-	dev.counter.cs_id = second_id;
+	crosststamp_tag(&dev.counter, second_id);
 
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), -EINVAL);
 
