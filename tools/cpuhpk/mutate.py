@@ -163,7 +163,11 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--seed', default='0', help='cpuhp_stress seed for every mutant run')
     ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations per run')
     args = ap.parse_args(argv)
-    patches = sorted(args.mutants.glob('*.patch'))
+    try:
+        patches = mutant_set(args.mutants, args.kver)
+    except ValueError as e:
+        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
+        return 2
     if not patches:
         print(f'cpuhp-kunit: error: no *.patch in {args.mutants}', file=sys.stderr)
         return 1
@@ -177,6 +181,31 @@ def main(argv: Sequence[str]) -> int:
     # ended and the mutant reversed before the process ends.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     return tree.locked(f'make mutate KVER={args.kver}', lambda: mutate(args, patches))
+
+
+def mutant_set(mutants: Path, kver: str) -> List[Path]:
+    """The mutants of one kernel series, sorted by name.
+
+    mutants/*.patch, where mutants/<KVER>/ has a patch of the same name
+    that one instead (the code differs there), and without the names
+    mutants/<KVER>/not-here lists ('<name> | why': a promise that kernel
+    does not make).
+    """
+    own = mutants / kver
+    chosen = {p.stem: p for p in mutants.glob('*.patch')}
+    chosen.update({p.stem: p for p in own.glob('*.patch')})
+    not_here = own / 'not-here'
+    if not_here.is_file():
+        for n, line in enumerate(not_here.read_text().splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith('#'):
+                continue
+            name, sep, why = (f.strip() for f in line.partition('|'))
+            if not sep or not why:
+                raise ValueError(f'{not_here}:{n}: expected "<mutant> | <why>"')
+            if name not in chosen:
+                raise ValueError(f'{not_here}:{n}: no mutant {name}')
+            del chosen[name]
+    return [chosen[k] for k in sorted(chosen)]
 
 
 def shard(patches: Sequence[Path], spec: str) -> List[Path]:

@@ -351,6 +351,26 @@ class CommandTest(unittest.TestCase):
         self.assertIn('--kernel_args=cpuhp_kunit.stress_seed=1443673203', cmd)
         self.assertIn('--kernel_args=cpuhp_kunit.stress_ops=1200', cmd)
 
+    def test_mutants_of_a_kernel_series(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            m = Path(tmp)
+            for name in ('a', 'b', 'c'):
+                (m / f'{name}.patch').write_text('# x\n')
+            (m / '6.1').mkdir()
+            (m / '6.1' / 'b.patch').write_text('# x on 6.1\n')
+            (m / '6.1' / 'not-here').write_text('# comment\nc | no such promise on 6.1\n')
+            self.assertEqual(mutate.mutant_set(m, '6.12'), [m / 'a.patch', m / 'b.patch',
+                                                            m / 'c.patch'])
+            self.assertEqual(mutate.mutant_set(m, '6.1'), [m / 'a.patch', m / '6.1' / 'b.patch'])
+            (m / '6.1' / 'not-here').write_text('d | gone\n')
+            with self.assertRaisesRegex(ValueError, 'no mutant d'):
+                mutate.mutant_set(m, '6.1')
+
+    def test_repository_mutants_apply_per_series(self) -> None:
+        names = {p.stem for p in mutate.mutant_set(mutate.REPO / 'mutants', '6.1')}
+        self.assertNotIn('crosststamp-base-offset-dropped', names)
+        self.assertEqual(len(names) + 1, len(mutate.mutant_set(mutate.REPO / 'mutants', '6.12')))
+
     def test_mutant_shards_write_apart(self) -> None:
         self.assertEqual(mutate.out_base('6.12', 'default', '').name, '6.12-mutate')
         self.assertEqual(mutate.out_base('6.12', 'debug', '2/4').name, '6.12-debug-mutate-2of4')
