@@ -16,6 +16,7 @@ STRESS_OPS ?= 0
 CONFIGS ?= default debug kasan rt
 SHARD   ?=
 DIRS    ?=
+PARTS   ?=
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
@@ -39,7 +40,7 @@ help:
 	@echo '  coverage     run on the default kernel + coverage gate + selftest anchor -> out/$(KVER)/'
 	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
-	@echo '  bench        cold/warm/edit times, kunit.py anchor and per-option build costs (tools/bench.sh)'
+	@echo '  bench        warm times and the build ratio to kunit.py; PARTS="warm ratio options cold" (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/'
 	@echo '  clean-cache  delete the cached trees and build directories'
 	@echo 'knobs (current value):'
@@ -50,7 +51,7 @@ help:
 	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
 	@echo '  MUTANTS=$(MUTANTS)  directory of -p1 mutant patches for make mutate'
 	@echo '  CONSOLE=$(CONSOLE)  console log for make judge'
-	@echo '  FIXES=$(FIXES)       1: apply our kernel fixes (src/fixes/series) -> out/$$KVER[-$$CONFIG]-fixes/'
+	@echo '  FIXES=$(FIXES)       1: apply our kernel fixes (src/$$KVER/fixes/series) -> out/$$KVER[-$$CONFIG]-fixes/'
 	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures-$$KVER) are red; run what wedges a CPU'
 	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
@@ -110,7 +111,7 @@ merge-results:
 	$(PYTHON) tools/cpuhpk/merge.py --out out/merged $(DIRS)
 
 bench:
-	sh tools/bench.sh
+	sh tools/bench.sh $(PARTS)
 
 checkpatch:
 	sh tools/checkpatch.sh '$(KVER)'

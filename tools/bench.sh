@@ -6,14 +6,15 @@
 #   warm     make test with nothing changed (tools-test, then every job of
 #            make matrix-list, each timed), make run warm, one kunit/ file
 #            edited -> verdict of the default config
-#   anchor   kunit.py's own x86_64 build (only CONFIG_KUNIT=y and
+#   ratio    kunit.py's own x86_64 build (only CONFIG_KUNIT=y and
 #            CONFIG_KUNIT_EXAMPLE_TEST=y) next to ours (kconfigs/default.config,
 #            CPUHP_KUNIT_GCOV=y), same tree, cold and incremental (one test
-#            source touched), and the ratio; then ours without each option
-#            we add, cold, to say what each costs
+#            source touched), and the ratio (wall, CPU, objects compiled)
+#   options  ours without each option we add, each right after ours again,
+#            cold, to say what each costs (eight builds: about 35 min here)
 #   cold     make run with an empty cache (packages installed)
 #
-# Usage: tools/bench.sh [warm] [anchor] [cold]   (default: warm anchor)
+# Usage: tools/bench.sh [warm] [ratio] [options] [cold]   (default: warm ratio)
 # The anchor and option builds go to scratch build directories under the
 # cache (removed after), on the tree make run prepared; the cache's lock is
 # held around each of them.
@@ -32,27 +33,28 @@ now() { date +%s.%N; }
 secs() { printf "%.1f" "$(echo "$2 - $1" | bc)"; }
 say() { printf '%-62s %s\n' "$1" "$2" | tee -a "$table"; }
 die() { echo "bench: $*" >&2; exit 1; }
+[ -x /usr/bin/time ] || die "needs GNU time: apt-get install -y time"
 
-# timed LABEL COMMAND...: run it quietly, say how long it took, fail loudly.
+# timed LABEL COMMAND...: run it quietly, say how long it took (wall, and
+# CPU: user + system of it and its children, which other load on the
+# machine disturbs far less), fail loudly.
 timed() {
 	label=$1; shift
-	t0=$(now)
-	"$@" >"$log" 2>&1 || die "$label: '$*' failed; see $log"
-	t1=$(now)
-	say "$label" "$(secs "$t0" "$t1") s"
+	/usr/bin/time -f '%e %U %S' -o "$log.time" "$@" >"$log" 2>&1 ||
+		die "$label: '$*' failed; see $log"
+	say "$label" "$(awk '{printf "%.1f s (cpu %.1f s)", $1, $2 + $3}' "$log.time")"
 }
 
 warm() {
 	make -s run >/dev/null 2>&1 || die "make run failed; see out/6.12/kunit.log"
-	t0=$(now)
+	start=$(now)
 	timed "  tools-test (mypy, unit tests)" make -s tools-test
 	make -s matrix-list >out/bench.jobs
 	while read -r job; do
 		# shellcheck disable=SC2086 # job is make arguments
 		timed "  make $job" make -s $job
 	done <out/bench.jobs
-	t1=$(now)
-	say "warm make test, nothing changed (sum of the above)" "$(secs "$t0" "$t1") s"
+	say "warm make test, nothing changed (all of the above)" "$(secs "$start" "$(now)") s"
 	timed "warm make run, nothing changed" make -s run
 	sed -n 's/.*Elapsed time: \([0-9.]*\)s total, \([0-9.]*\)s configuring, \([0-9.]*\)s building, \([0-9.]*\)s running.*/  kunit.py: \2 s configuring, \3 s building (no-op make), \4 s running/p' \
 		out/6.12/kunit.log | tee -a "$table"
@@ -69,7 +71,9 @@ warm() {
 }
 
 # kbuild NAME KUNITCONFIG [MAKE_OPTION]: a cold kunit.py build in a scratch
-# directory, then an incremental one after touching TOUCH; prints both.
+# directory (with INCR=1 also an incremental one after touching TOUCH);
+# prints the times, the options set and the objects compiled (the one
+# figure here that no other load on the machine can change).
 kbuild() {
 	name=$1 kconf=$2 opt=${3:-}
 	dir=$cache/bench-$name
@@ -78,14 +82,20 @@ kbuild() {
 		--build_dir="$dir" --kunitconfig="$kconf"
 	[ -n "$opt" ] && set -- "$@" --make_options="$opt"
 	(cd "$tree" && timed "  $name: cold build" flock "$cache/lock" "$@")
-	touch "$tree/$TOUCH"
-	(cd "$tree" && timed "  $name: incremental build (one test source touched)" \
-		flock "$cache/lock" "$@")
-	grep -c '=y$' "$dir/.config" | sed "s/^/  $name: options =y: /" | tee -a "$table"
+	if [ "${INCR:-0}" = 1 ]; then
+		touch "$tree/$TOUCH"
+		(cd "$tree" && timed "  $name: incremental build (one test source touched)" \
+			flock "$cache/lock" "$@")
+	fi
+	say "  $name: options =y" "$(grep -c '=y$' "$dir/.config")"
+	say "  $name: objects compiled" "$(find "$dir" -name '*.o' | wc -l)"
 	rm -rf "$dir"
 }
 
-cold_of() { sed -n "s/^  $1: cold build *\([0-9.]*\) s$/\1/p" "$table"; }
+# The wall and CPU seconds of NAME's cold build and its objects, from the table.
+cold_of() { sed -n "s/^  $1: cold build *\([0-9.]*\) s (cpu .*/\1/p" "$table"; }
+cpu_of() { sed -n "s/^  $1: cold build .*(cpu \([0-9.]*\) s)$/\1/p" "$table"; }
+objects_of() { sed -n "s/^  $1: objects compiled *\([0-9]*\)$/\1/p" "$table"; }
 
 # variant NAME OPTIONS...: default.config without OPTIONS (each also
 # written as 'is not set'), to measure what they cost.
@@ -100,25 +110,44 @@ variant() {
 	echo "$frag"
 }
 
-anchor() {
+setup_tree() {
 	make -s prepare >/dev/null 2>&1 || die "make prepare failed"
 	tree=$("$python" tools/cpuhpk/tree.py --path)
+}
+
+# kunit.py's own default x86_64 build next to ours, one after the other.
+ratio() {
+	setup_tree
 	anchor_conf=$cache/bench-anchor.config
 	printf 'CONFIG_KUNIT=y\nCONFIG_KUNIT_EXAMPLE_TEST=y\n' >"$anchor_conf"
+	INCR=1
 	TOUCH=lib/kunit/kunit-example-test.c
 	kbuild kunit.py-default "$anchor_conf"
 	TOUCH=kernel/tests/cpuhp_install_kunit.c
 	kbuild ours "$repo/kconfigs/default.config" CPUHP_KUNIT_GCOV=y
+	INCR=0
 	a=$(cold_of kunit.py-default) o=$(cold_of ours)
-	say "ratio ours / kunit.py cold build" "$(echo "scale=2; $o / $a" | bc)"
-	kbuild ours-no-tracing "$(variant no-tracing FTRACE ENABLE_DEFAULT_TRACERS)" CPUHP_KUNIT_GCOV=y
-	kbuild ours-no-suspend "$(variant no-suspend SUSPEND)" CPUHP_KUNIT_GCOV=y
-	kbuild ours-no-debug-kernel "$(variant no-debug-kernel DEBUG_KERNEL CPU_HOTPLUG_STATE_CONTROL)" \
-		CPUHP_KUNIT_GCOV=y
-	kbuild ours-no-gcov "$(variant no-gcov GCOV_KERNEL)"
-	for v in no-tracing no-suspend no-debug-kernel no-gcov; do
-		say "  cost of what ours-$v drops (cold, ours - it)" \
-			"$(echo "$o - $(cold_of "ours-$v")" | bc) s"
+	ac=$(cpu_of kunit.py-default) oc=$(cpu_of ours)
+	say "ratio ours / kunit.py cold build" \
+		"$(echo "scale=2; $o / $a" | bc) (cpu $(echo "scale=2; $oc / $ac" | bc), objects $(echo "scale=2; $(objects_of ours) / $(objects_of kunit.py-default)" | bc))"
+	rm -f "$anchor_conf"
+}
+
+# What each option we add costs: ours without it, right after ours again
+# (builds minutes apart on a shared machine drift; a pair does not).
+options() {
+	setup_tree
+	INCR=0
+	for v in "no-tracing FTRACE ENABLE_DEFAULT_TRACERS" \
+		"no-smp SMP HOTPLUG_CPU CPU_HOTPLUG_STATE_CONTROL CPUHP_KUNIT_TEST" \
+		"no-debug-kernel DEBUG_KERNEL CPU_HOTPLUG_STATE_CONTROL" "no-gcov GCOV_KERNEL"; do
+		# shellcheck disable=SC2086 # a name and its options
+		set -- $v
+		name=$1
+		kbuild "ours@$name" "$repo/kconfigs/default.config" CPUHP_KUNIT_GCOV=y
+		kbuild "ours-$name" "$(variant "$@")" CPUHP_KUNIT_GCOV=y
+		say "  cost of what ours-$name drops (ours - it, pair)" \
+			"$(echo "$(cold_of "ours@$name") - $(cold_of "ours-$name")" | bc) s (cpu $(echo "$(cpu_of "ours@$name") - $(cpu_of "ours-$name")" | bc) s, objects $(($(objects_of "ours@$name") - $(objects_of "ours-$name"))))"
 	done
 	rm -f "$cache"/bench-*.config
 }
@@ -132,11 +161,11 @@ cold() {
 	say "cold make run (empty cache, packages installed)" "$(secs "$t0" "$t1") s"
 }
 
-[ $# -gt 0 ] || set -- warm anchor
+[ $# -gt 0 ] || set -- warm ratio
 for what in "$@"; do
 	case $what in
-	warm | anchor | cold) say "== $what ($(date -u +%H:%M), $jobs CPUs)" "" && "$what" ;;
-	*) die "unknown part '$what' (warm, anchor, cold)" ;;
+	warm | ratio | options | cold) say "== $what ($(date -u +%H:%M), $jobs CPUs)" "" && "$what" ;;
+	*) die "unknown part '$what' (warm, ratio, options, cold)" ;;
 	esac
 done
 echo "bench: table in $table"

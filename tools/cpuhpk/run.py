@@ -401,7 +401,7 @@ def parser() -> argparse.ArgumentParser:
                     help='make judge: the console is from a run whose initramfs ran '
                     'kunit/*_test.sh (every make run since the default kernel yields coverage)')
     ap.add_argument('--fixes', type=int, choices=(0, 1), default=0,
-                    help='1: apply src/fixes/series (our kernel fixes) on top of src/series')
+                    help='1: apply src/KVER/fixes/series (our kernel fixes) on top of src/KVER/series')
     ap.add_argument('--seed', type=int, default=0,
                     help='cpuhp_stress: seed of the random walk (0: a random one, printed)')
     ap.add_argument('--stress-ops', type=int, default=0,

@@ -320,7 +320,7 @@ def series_stamp(tree: Path) -> Tuple[str, str]:
 def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> None:
     """Reapply src/ on the baseline when the series changed.
 
-    With @fixes, src/fixes/series (our kernel fixes, kept apart from the
+    With @fixes, <src>/fixes/series (our kernel fixes, kept apart from the
     test series) goes on top; by default the distro's kernel is tested as
     shipped.
     """
@@ -340,7 +340,7 @@ def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> No
                            check=False).returncode == 0:
         git(tree, 'am', '--abort', check=False)
         git(tree, 'reset', '-q', '--hard', known[fp])
-        log(f'switched to the series{" and src/fixes" if fixes else ""} applied before')
+        log(f'switched to the series{" and its fixes" if fixes else ""} applied before')
         stamp(tree, SERIES_STAMP).write_text(f'{fp} {known[fp]}')
         return
     git(tree, 'am', '--abort', check=False)
@@ -352,7 +352,8 @@ def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> No
             git(tree, 'reset', '-q', '--hard', 'baseline')
             reason = ' '.join((res.stderr or res.stdout).strip().splitlines()[:3])
             raise PrepareError(f'patch {p.name} does not apply to linux {version}: {reason}')
-    log(f'applied {len(patches)} patch(es) from src/series{" and src/fixes" if fixes else ""} '
+    log(f'applied {len(patches)} patch(es) from {src.parent.name}/{src.name}/series'
+        f'{" and fixes/series" if fixes else ""} '
         f'on linux {version}')
     head = git(tree, 'rev-parse', 'HEAD').stdout.strip()
     stamp(tree, SERIES_STAMP).write_text(f'{fp} {head}')
@@ -361,7 +362,7 @@ def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> No
 
 
 def check_clean(tree: Path) -> None:
-    """Refuse a tree that is not what src/series makes of the baseline, unless asked to.
+    """Refuse a tree that is not what src/<KVER>/series makes of the baseline, unless asked to.
 
     A break left in the cache, edited or committed by hand, would otherwise
     change every later run's verdict without a trace; CPUHP_KUNIT_DIRTY=1 is
@@ -376,11 +377,12 @@ def check_clean(tree: Path) -> None:
                                                                    else ')')
                 if extra else f'HEAD {head[:12]} instead of {want[:12]}')
         if os.environ.get('CPUHP_KUNIT_DIRTY') == '1':
-            log(f'testing a tree that is not src/series: {what}')
+            log(f'testing a tree that is not its src/<KVER>/series: {what}')
         else:
             raise PrepareError(
-                f'the cached tree {tree} is not what src/series makes of the baseline: {what}; '
-                "export them with 'tools/export-series.sh' (then rerun), or drop them with "
+                f'the cached tree {tree} is not what src/<KVER>/series makes of the baseline: '
+                f"{what}; export them with 'tools/export-series.sh <KVER>' (then rerun), or drop "
+                "them with "
                 f"'git -C {tree} reset --hard {want[:12]}', or set CPUHP_KUNIT_DIRTY=1 "
                 'to test them')
     changed = git(tree, 'status', '--porcelain', '--untracked-files=no').stdout.split('\n')
