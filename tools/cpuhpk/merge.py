@@ -210,8 +210,10 @@ def merge_coverage(jobs: Sequence[Job], out: Path) -> List[str]:
         if missing:
             tree.log(f'KVER={kver}: the tree is not in {src}: html without source lines '
                      '(make prepare first to have them)')
+        # Absolute: genhtml runs in the cache, where the sources are.
         res = subprocess.run(['genhtml', '--quiet', '--branch-coverage', *missing,
-                              '--output-directory', str(out / f'html-{kver}'), str(merged)],
+                              '--output-directory', str((out / f'html-{kver}').resolve()),
+                              str(merged.resolve())],
                              cwd=src if not missing else out, capture_output=True, text=True,
                              check=False)
         if res.returncode != 0:

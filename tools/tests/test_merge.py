@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 import tempfile
 import unittest
@@ -170,6 +171,17 @@ class MergeTest(unittest.TestCase):
         self.assertIn('DA:10,5', text)
         self.assertIn('DA:11,1', text)
         self.assertTrue((self.out / 'html-6.12' / 'index.html').is_file())
+
+    def test_relative_output_directory(self) -> None:
+        # make merge-results passes out/merged, relative to the repository.
+        a = self.run_dir('6.12', 'pass_default_console.log', 'default')
+        (a / 'coverage.info').write_text(INFO.format(root='/x/.cache/cpuhp-kunit',
+                                                     calls=1, line11=1, lh=2))
+        cwd = os.getcwd()
+        os.chdir(self.tmp)
+        self.addCleanup(os.chdir, cwd)
+        self.assertEqual(merge.merge([Path('6.12')], Path('rel-merged')), 0)
+        self.assertTrue((self.tmp / 'rel-merged' / 'html-6.12' / 'index.html').is_file())
 
 
 if __name__ == '__main__':
