@@ -26,7 +26,10 @@ KTAP_END = re.compile(r'\s*(List of all partitions:|Kernel panic - not syncing: 
                       r'reboot: System halted)')
 RESULT = re.compile(r'^(not ok|ok) (\d+)(?: -)?(?: (.*?))?(?: # (SKIP|TODO)(?: (.*))?)?$')
 PLAN = re.compile(r'^1\.\.(\d+)')
-SUBTEST = re.compile(r'^# Subtest: (.*)$')
+# The name is the first word: KUnit names have no spaces, and a console
+# may append to the line (6.1 prints ' #3' there with pr_cont() when it
+# brings CPU 3 up, in the middle of a KTAP line).
+SUBTEST = re.compile(r'^# Subtest: (\S*)')
 # KUnit's count line after a case's parameters and after a suite's cases.
 STATS = re.compile(r'^# (\S+): pass:(\d+) fail:(\d+) skip:(\d+) total:(\d+)$')
 
@@ -121,10 +124,14 @@ class Test:
     first: int = -1
     last: int = -1
     cut: int = 0                        # diagnostic lines dropped past MAX_DIAGNOSTICS
+    # KUnit's count lines ('# name: pass:.. total:N'), kept past the cap:
+    # the verdict compares them with the results printed.
+    counted: List[str] = dataclasses.field(default_factory=list)
 
     def add_diagnostics(self, lines: Sequence[str]) -> None:
         room = MAX_DIAGNOSTICS - len(self.diagnostics)
         self.diagnostics.extend(lines[:max(room, 0)])
+        self.counted.extend(ln for ln in lines if STATS.match(ln) and len(self.counted) < 8)
         self.cut += max(len(lines) - max(room, 0), 0)
 
 

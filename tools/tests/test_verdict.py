@@ -383,3 +383,37 @@ class JunitTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class Kernel61Test(unittest.TestCase):
+    """What the first run on Debian 12's 6.1.192 showed the verdict (recorded, unedited)."""
+
+    def setUp(self) -> None:
+        self.console = console('first_default_6.1_console.log')
+        self.root = ktap.parse(ktap.extract(self.console.lines))
+
+    def test_subtest_line_with_console_text_appended(self) -> None:
+        # 6.1 prints ' #3' with pr_cont() when CPU 3 comes up: it landed on
+        # '# Subtest: cpuhp_sweep_rollback'. Read as the name, the block's 112
+        # results were lost and the case counted as one pass.
+        sweep = next(s for s in self.root.subtests if s.name == 'cpuhp_sweep')
+        rollback = next(c for c in sweep.subtests if c.name == 'cpuhp_sweep_rollback')
+        self.assertEqual(len(rollback.subtests), 112)
+
+    def test_skips_printed_as_ok_are_red(self) -> None:
+        # 6.1's KUnit prints a skipped parameter as 'ok', without SKIP and
+        # reason; only its count line says skip:N.
+        v = verdict.judge_console(self.console, verdict.Expectations())[2]
+        hidden = {p.name: p.message for p in v.problems if p.category == 'unexpected-skip'}
+        self.assertEqual(sorted(hidden), ['cpuhp_sweep.cpuhp_sweep_rollback',
+                                          'cpuhp_sweep.cpuhp_sweep_target',
+                                          'timekeeping_crosststamp.crosststamp_base_clock'])
+        self.assertIn('KUnit counted 73 skipped results, 0 were printed as skipped',
+                      hidden['cpuhp_sweep.cpuhp_sweep_rollback'])
+
+    def test_failure_printed_as_ok_is_red(self) -> None:
+        lines = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..1',
+                 '        KTAP version 1', '        # Subtest: c', '        ok 1 p1',
+                 '        ok 2 p2', '    # c: pass:1 fail:1 skip:0 total:2', '    ok 1 c',
+                 '# s: pass:1 fail:0 skip:0 total:1', 'ok 1 s']
+        self.assertEqual(categories(judge(lines)), {'failed': ['s.c']})
