@@ -77,19 +77,29 @@
  * 6.10 a counter value names its clocksource by ID (cs_id, CSID_GENERIC
  * for none) and may be a value of the clocksource's base clock (struct
  * clocksource_base, use_nsecs). Before, it names it by pointer (cs, NULL
- * for none) and there is no base clock. The cases name clocksources by ID;
- * before 6.10 crosststamp_tag() turns the ID of one of the suite's
- * clocksources into its pointer and any other ID into one that is not
- * current (NULL), and the suite gives its clocksources IDs of its own
- * (the kernel only copies them into snapshots).
+ * for none) and there is no base clock. The cases name clocksources by ID.
+ * Before 6.10 those IDs are the suite's own handles: 6.1 knows only
+ * CSID_GENERIC and CSID_ARM_ARCH_COUNTER and resets any other ID with a
+ * WARN, so its clocksources register as CSID_GENERIC, crosststamp_tag()
+ * turns a handle into the clocksource's pointer (any other into NULL),
+ * and the current clocksource's handle is that of the suite's registered
+ * clocksource with the highest rating (they rate above every real one),
+ * CSID_GENERIC when none is registered.
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
 #define CROSSTSTAMP_BASE_CLOCK		true
 #define CROSSTSTAMP_NR_IDS		CSID_MAX
 
-static int crosststamp_remember(struct kunit *test, struct clocksource *cs)
+static int crosststamp_remember(struct kunit *test, struct clocksource *cs,
+				enum clocksource_ids id)
 {
+	cs->id = id;
 	return 0;
+}
+
+static enum clocksource_ids crosststamp_id_of(const struct system_time_snapshot *snap)
+{
+	return snap->cs_id;
 }
 
 static void crosststamp_tag(struct system_counterval_t *counter, enum clocksource_ids id)
@@ -131,17 +141,39 @@ static struct clocksource *crosststamp_cs_of_id[CROSSTSTAMP_NR_IDS];
 
 static void crosststamp_forget(void *data)
 {
-	struct clocksource *cs = data;
+	enum clocksource_ids id;
 
-	if (crosststamp_cs_of_id[cs->id] == cs)
-		crosststamp_cs_of_id[cs->id] = NULL;
+	for (id = CSID_GENERIC; id < CROSSTSTAMP_NR_IDS; id++)
+		if (crosststamp_cs_of_id[id] == data)
+			crosststamp_cs_of_id[id] = NULL;
 }
 
 /* Until the test case ends (after its clocksource is unregistered). */
-static int crosststamp_remember(struct kunit *test, struct clocksource *cs)
+static int crosststamp_remember(struct kunit *test, struct clocksource *cs,
+				enum clocksource_ids id)
 {
-	crosststamp_cs_of_id[cs->id] = cs;
+	cs->id = CSID_GENERIC;
+	if (id == CSID_GENERIC)		/* names no clocksource: no handle */
+		return 0;
+	if (id >= CROSSTSTAMP_NR_IDS)
+		return -EINVAL;
+	crosststamp_cs_of_id[id] = cs;
 	return kunit_add_action_or_reset(test, crosststamp_forget, cs);
+}
+
+/* The handle of the suite's registered clocksource rated highest, if any. */
+static enum clocksource_ids crosststamp_id_of(const struct system_time_snapshot *snap)
+{
+	enum clocksource_ids id, best = CSID_GENERIC;
+
+	for (id = CSID_GENERIC + 1; id < CROSSTSTAMP_NR_IDS; id++) {
+		struct clocksource *cs = crosststamp_cs_of_id[id];
+
+		if (cs && !list_empty(&cs->list) &&
+		    (best == CSID_GENERIC || cs->rating > crosststamp_cs_of_id[best]->rating))
+			best = id;
+	}
+	return best;
 }
 
 static void crosststamp_tag(struct system_counterval_t *counter, enum clocksource_ids id)
@@ -152,7 +184,12 @@ static void crosststamp_tag(struct system_counterval_t *counter, enum clocksourc
 
 static enum clocksource_ids crosststamp_tag_of(const struct system_counterval_t *counter)
 {
-	return counter->cs ? counter->cs->id : CSID_GENERIC;
+	enum clocksource_ids id;
+
+	for (id = CSID_GENERIC + 1; id < CROSSTSTAMP_NR_IDS; id++)
+		if (counter->cs && crosststamp_cs_of_id[id] == counter->cs)
+			return id;
+	return CSID_GENERIC;
 }
 
 static void crosststamp_tag_base(struct system_counterval_t *counter,
@@ -193,7 +230,7 @@ static void crosststamp_dev_now(struct crosststamp_dev *dev)
 
 	ktime_get_snapshot(&dev->now);
 	cycles = dev->now.cycles + CROSSTSTAMP_AHEAD;
-	crosststamp_tag(&dev->counter, dev->now.cs_id);
+	crosststamp_tag(&dev->counter, crosststamp_id_of(&dev->now));
 	if (base && base->numerator && !dev->use_nsecs) {
 		u32 rem;
 
@@ -259,7 +296,7 @@ static enum clocksource_ids crosststamp_current_id(void)
 	struct system_time_snapshot snap;
 
 	ktime_get_snapshot(&snap);
-	return snap.cs_id;
+	return crosststamp_id_of(&snap);
 }
 
 /* The first clocksource ID that is neither CSID_GENERIC nor @a nor @b. */
@@ -324,11 +361,10 @@ static struct clocksource *crosststamp_register_cs(struct kunit *test, enum cloc
 	cs->read = crosststamp_test_cs_read;
 	cs->mask = CLOCKSOURCE_MASK(64);
 	cs->flags = CLOCK_SOURCE_IS_CONTINUOUS;
-	cs->id = id;
 	cs->mult = (1 << CROSSTSTAMP_NS_SHIFT) / counts_per_ns;
 	cs->shift = CROSSTSTAMP_NS_SHIFT;
 	crosststamp_set_base(cs, base, CROSSTSTAMP_NS_KHZ * counts_per_ns);
-	KUNIT_ASSERT_EQ(test, crosststamp_remember(test, cs), 0);
+	KUNIT_ASSERT_EQ(test, crosststamp_remember(test, cs, id), 0);
 	crosststamp_counts_per_ns = counts_per_ns;
 
 	/* No frequency: the mult and shift above are kept. */
@@ -638,7 +674,7 @@ static void crosststamp_interpolate(struct kunit *test, enum crosststamp_closer_
 	}
 	ktime_get_snapshot(&then);
 	dev.counter.cycles = then.cycles;
-	crosststamp_tag(&dev.counter, then.cs_id);
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
 
 	KUNIT_ASSERT_EQ_MSG(test, crosststamp_wait_for_new_interval(&dev), -EINVAL,
 			    "a counter value before the interval without history");
@@ -686,7 +722,7 @@ static void crosststamp_history_overflow(struct kunit *test)
 				counts_per_ns);
 	ktime_get_snapshot(&history);
 	dev.counter.cycles = history.cycles + BIT_ULL(33);
-	crosststamp_tag(&dev.counter, history.cs_id);
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&history));
 	/* Wait for the counter, with room for the interval that follows. */
 	end = history.cycles + BIT_ULL(34) + BIT_ULL(31);
 	while (crosststamp_test_cs_read(NULL) < end)
@@ -707,7 +743,7 @@ static void crosststamp_history_after_counter(struct kunit *test)
 	ktime_get_snapshot(&history);
 	KUNIT_ASSERT_GT(test, history.cycles, then.cycles);
 	dev.counter.cycles = then.cycles;
-	crosststamp_tag(&dev.counter, then.cs_id);
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
 	KUNIT_ASSERT_EQ(test, crosststamp_wait_for_new_interval(&dev), -EINVAL);
 
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), -EINVAL);
