@@ -322,6 +322,21 @@ class KnownReportTest(unittest.TestCase):
         self.assertIn(('kernel-log', 'cpuhp_sweep.cpuhp_sweep_target.down 152 block/mq:online'),
                       [(p.category, p.name) for p in v.problems])
 
+    def test_recorded_rss_counter_race_is_known_by_its_report(self) -> None:
+        # CONFIG=rt, 478c107+: two 'BUG: Bad rss-counter state' while CPU 3
+        # rested at workqueue:prepare during the sysfs target test.
+        exp = verdict.Expectations(
+            cases=None, skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
+            known=verdict.read_known_failures(KUNIT / 'known-failures-6.12'),
+            context={'kver': '6.12', 'config': 'rt', 'smp': '4', 'fixes': '0'})
+        v = verdict.judge_console(console('rss_counter_rt_console.log'), exp)[2]
+        self.assertTrue(v.ok, [str(p) for p in v.problems])
+        self.assertEqual([p.name for p in v.known if 'rss-counter' in p.message],
+                         ['cpuhp_sysfs.target_down_and_up'] * 2)
+        exp.known = [k for k in exp.known if 'rss-counter' not in k.report]
+        v = verdict.judge_console(console('rss_counter_rt_console.log'), exp)[2]
+        self.assertEqual([p.category for p in v.problems], ['kernel-log', 'kernel-log'])
+
     def test_report_is_only_for_known_failures(self) -> None:
         with self.assertRaises(ValueError):
             verdict._when('report=x', 'expected-skips:1')
