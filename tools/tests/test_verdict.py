@@ -322,6 +322,20 @@ class KnownReportTest(unittest.TestCase):
         self.assertIn(('kernel-log', 'cpuhp_sweep.cpuhp_sweep_target.down 152 block/mq:online'),
                       [(p.category, p.name) for p in v.problems])
 
+    def test_recorded_vmstat_race_from_both_callers(self) -> None:
+        # CONFIG=debug, 57843b7: the race reported twice from
+        # refresh_cpu_vm_stats() and once from vmstat_update() itself.
+        exp = verdict.Expectations(
+            cases=None, skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
+            known=verdict.read_known_failures(KUNIT / 'known-failures-6.12'),
+            context={'kver': '6.12', 'config': 'debug', 'smp': '4', 'fixes': '0'})
+        v = verdict.judge_console(console('vmstat_race2_debug_console.log'), exp)[2]
+        self.assertTrue(v.ok, [str(p) for p in v.problems])
+        self.assertEqual(len([p for p in v.known if 'smp_processor_id' in p.message]), 3)
+        exp.known = [k for k in exp.known if 'vmstat_update' not in k.report]
+        v = verdict.judge_console(console('vmstat_race2_debug_console.log'), exp)[2]
+        self.assertEqual([p.category for p in v.problems], ['kernel-log'])
+
     def test_recorded_rss_counter_race_is_known_by_its_report(self) -> None:
         # CONFIG=rt, 478c107+: two 'BUG: Bad rss-counter state' while CPU 3
         # rested at workqueue:prepare during the sysfs target test.
