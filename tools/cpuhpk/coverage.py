@@ -2,7 +2,7 @@
 
 Every run yields coverage (tools/cpuhpk/gcov.py): the default kernel is the
 coverage kernel, so this builds nothing `make run` has not built. On top of
-the run it adds the gate (tools/coverage-thresholds: per file lines and
+the run it adds the gate (tools/coverage-thresholds-<KVER>: per file lines and
 functions, per gated function lines and branches) and the anchor: the same
 kernel booted with kunit.enable=0 and an initramfs that runs upstream's
 tools/testing/selftests/cpu-hotplug/cpu-on-off-test.sh -a (with bash-static)
@@ -114,12 +114,18 @@ def coverage(args: argparse.Namespace) -> int:
         except (tree.PrepareError, subprocess.CalledProcessError) as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     if files:
-        text = gcov.summary(files) + (anchor_lines(files, anchor) if anchor is not None else [])
+        limits = gcov.thresholds_path(args.kver)
+        text = gcov.summary(files, limits) + (anchor_lines(files, anchor)
+                                              if anchor is not None else [])
         (out / 'summary.txt').write_text('\n'.join(text) + '\n')
         print('\n'.join(text))
-        problems += [verdict.Problem('coverage', '', f'coverage gate: {p}')
-                     for p in gcov.gate(files, gcov.read_thresholds(gcov.THRESHOLDS)) +
-                     gcov.gate_functions(files, gcov.read_function_thresholds(gcov.THRESHOLDS))]
+        if limits.is_file():
+            problems += [verdict.Problem('coverage', '', f'coverage gate: {p}')
+                         for p in gcov.gate(files, gcov.read_thresholds(limits)) +
+                         gcov.gate_functions(files, gcov.read_function_thresholds(limits))]
+        else:
+            problems.append(verdict.Problem('coverage', '', f'no coverage gate for KVER='
+                                            f'{args.kver}: {limits} does not exist'))
         tree.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)

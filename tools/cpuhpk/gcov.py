@@ -51,7 +51,13 @@ CORE_FUNCTIONS = re.compile(
     r'timestamp_in_interval|convert_base_to_cs|convert_clock|scale64_check_overflow)$')
 # The gcov dump's markers and lines: the hygiene check knows them too.
 BEGIN, END, BASE64_LINE = hygiene.GCOV_BEGIN, hygiene.GCOV_END, hygiene.BASE64_LINE
-THRESHOLDS = REPO / 'tools' / 'coverage-thresholds'
+
+
+def thresholds_path(kver: str) -> Path:
+    """The coverage gate of one kernel series: tools/coverage-thresholds-<KVER>."""
+    return REPO / 'tools' / f'coverage-thresholds-{kver}'
+
+
 SYSFS_TEST = REPO / 'kunit' / 'cpuhp_sysfs_test.sh'
 SYSFS_SUITE = 'cpuhp_sysfs'
 
@@ -328,7 +334,7 @@ def pct(hit_found: Tuple[int, int]) -> float:
     return 100.0 * hit / found if found else 0.0
 
 
-def summary(files: Dict[str, FileCov]) -> List[str]:
+def summary(files: Dict[str, FileCov], thresholds: Optional[Path] = None) -> List[str]:
     out = ['file                          lines            functions        branches']
     for name in FILES:
         cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
@@ -341,7 +347,7 @@ def summary(files: Dict[str, FileCov]) -> List[str]:
     out.append('')
     out.append('function                                  file                 calls  lines'
                '           branches')
-    gated = read_function_thresholds(THRESHOLDS) if THRESHOLDS.is_file() else {}
+    gated = read_function_thresholds(thresholds) if thresholds and thresholds.is_file() else {}
     for name in FILES:
         cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
         if cov is None:
@@ -436,7 +442,7 @@ def lcov(*args: str) -> str:
     return res.stdout
 
 
-def report(out: Path, build_dir: Path, src: Path) -> Dict[str, FileCov]:
+def report(out: Path, build_dir: Path, src: Path, kver: str) -> Dict[str, FileCov]:
     """The gcov data of out/console.log as out/coverage.info, summary.txt, html/.
 
     Stale .gcda files of an earlier run must have been removed from
@@ -451,7 +457,7 @@ def report(out: Path, build_dir: Path, src: Path) -> Dict[str, FileCov]:
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise tree.PrepareError(f'genhtml failed: {res.stderr.strip()}')
-    text = summary(files)
+    text = summary(files, thresholds_path(kver))
     (out / 'summary.txt').write_text('\n'.join(text) + '\n')
     return files
 

@@ -152,11 +152,11 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
     return cmd
 
 
-def coverage_report(out: Path, build_dir: Path, src: Path,
+def coverage_report(out: Path, build_dir: Path, src: Path, kver: str,
                     v: verdict.Verdict) -> verdict.Verdict:
     """out/coverage.info and its reports; no gcov data is red when nothing else is."""
     try:
-        gcov.report(out, build_dir, src)
+        gcov.report(out, build_dir, src, kver)
     except tree.PrepareError as e:
         if not v.ok:
             tree.log(f'no coverage report: {e}')
@@ -511,7 +511,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
     _, v = judge(out, out / 'console.log', exp, rc, killed_after, args.timeout,
                  (out / 'kunit.log').read_text(errors='replace'))
     if args.coverage_report:
-        v = coverage_report(out, build_dir, t.path, v)
+        v = coverage_report(out, build_dir, t.path, args.kver, v)
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}')
     print('\n'.join(summary(v)))
     return 0 if v.ok else 1

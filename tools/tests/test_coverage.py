@@ -187,11 +187,16 @@ class InfoTest(unittest.TestCase):
                          ['nosuch(): no coverage data'])
 
     def test_the_real_thresholds_parse(self) -> None:
-        files = gcov.read_thresholds(gcov.THRESHOLDS)
-        functions = gcov.read_function_thresholds(gcov.THRESHOLDS)
-        self.assertIn('kernel/cpu.c', files)
-        self.assertIn('cpuhp_invoke_callback', functions)
-        self.assertFalse(set(files) & {f + '()' for f in functions})
+        for kver in ('6.12', '6.1'):
+            with self.subTest(kver=kver):
+                files = gcov.read_thresholds(gcov.thresholds_path(kver))
+                functions = gcov.read_function_thresholds(gcov.thresholds_path(kver))
+                self.assertIn('kernel/cpu.c', files)
+                self.assertIn('cpuhp_invoke_callback', functions)
+                self.assertFalse(set(files) & {f + '()' for f in functions})
+        # 6.1 has no base clock: no gate on functions it does not have.
+        self.assertNotIn('convert_base_to_cs',
+                         gcov.read_function_thresholds(gcov.thresholds_path('6.1')))
 
 
 if __name__ == '__main__':

@@ -158,7 +158,7 @@ class JudgeTest(unittest.TestCase):
         v = self.judge('pass_default_console.log', 0)
         self.assertTrue(v.ok)
         with mock.patch.object(tree, 'log'):
-            v = run.coverage_report(self.out, self.out, self.out, v)
+            v = run.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual([p.category for p in v.problems], ['coverage'])
         self.assertIn('no gcov data on the console', str(v.problems[0]))
         self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
@@ -167,7 +167,7 @@ class JudgeTest(unittest.TestCase):
         v = self.judge('fail_mutant_console.log', 1)
         before = len(v.problems)
         with mock.patch.object(tree, 'log'):
-            v = run.coverage_report(self.out, self.out, self.out, v)
+            v = run.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual(len(v.problems), before)
 
     def test_summary_lists_skips_and_problems(self) -> None:
