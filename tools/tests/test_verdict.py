@@ -33,6 +33,14 @@ def judge(lines: List[str], exp: Optional[verdict.Expectations] = None) -> verdi
     return verdict.judge_console(ktap.Console(lines=lines), exp or verdict.Expectations())[2]
 
 
+def recorded_run(config: str) -> verdict.Expectations:
+    """What a whole make run on 6.12.118 with @config expects: the real tables."""
+    return verdict.Expectations(
+        skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
+        known=verdict.read_known_failures(KUNIT / 'known-failures-6.12'),
+        context={'kver': '6.12', 'config': config, 'smp': '4', 'fixes': '0'})
+
+
 def categories(v: verdict.Verdict) -> Dict[str, List[str]]:
     out: Dict[str, List[str]] = {}
     for p in v.problems:
@@ -308,10 +316,7 @@ class KnownReportTest(unittest.TestCase):
 
     def test_recorded_debug_run_with_the_race(self) -> None:
         # make run CONFIG=debug on 6.12.118 that hit the race (unedited).
-        exp = verdict.Expectations(
-            skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
-            known=verdict.read_known_failures(KUNIT / 'known-failures-6.12'),
-            context={'kver': '6.12', 'config': 'debug', 'smp': '4', 'fixes': '0'})
+        exp = recorded_run('debug')
         v = verdict.judge_console(console('vmstat_race_debug_console.log'), exp)[2]
         self.assertTrue(v.ok, [str(p) for p in v.problems])
         race = [p for p in v.known if 'refresh_cpu_vm_stats' in p.detail]
@@ -325,10 +330,7 @@ class KnownReportTest(unittest.TestCase):
     def test_recorded_vmstat_race_from_both_callers(self) -> None:
         # CONFIG=debug, 57843b7: the race reported twice from
         # refresh_cpu_vm_stats() and once from vmstat_update() itself.
-        exp = verdict.Expectations(
-            cases=None, skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
-            known=verdict.read_known_failures(KUNIT / 'known-failures-6.12'),
-            context={'kver': '6.12', 'config': 'debug', 'smp': '4', 'fixes': '0'})
+        exp = recorded_run('debug')
         v = verdict.judge_console(console('vmstat_race2_debug_console.log'), exp)[2]
         self.assertTrue(v.ok, [str(p) for p in v.problems])
         self.assertEqual(len([p for p in v.known if 'smp_processor_id' in p.message]), 3)
@@ -339,10 +341,7 @@ class KnownReportTest(unittest.TestCase):
     def test_recorded_rss_counter_race_is_known_by_its_report(self) -> None:
         # CONFIG=rt, 478c107+: two 'BUG: Bad rss-counter state' while CPU 3
         # rested at workqueue:prepare during the sysfs target test.
-        exp = verdict.Expectations(
-            cases=None, skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
-            known=verdict.read_known_failures(KUNIT / 'known-failures-6.12'),
-            context={'kver': '6.12', 'config': 'rt', 'smp': '4', 'fixes': '0'})
+        exp = recorded_run('rt')
         v = verdict.judge_console(console('rss_counter_rt_console.log'), exp)[2]
         self.assertTrue(v.ok, [str(p) for p in v.problems])
         self.assertEqual([p.name for p in v.known if 'rss-counter' in p.message],
