@@ -12,8 +12,14 @@ FIXES   ?= 0
 STRICT  ?= 0
 SEED    ?= 0
 STRESS_OPS ?= 0
-# The kernel configs make matrix (and so make test) runs: one build each.
-CONFIGS ?= default debug kasan rt
+# The kernel series and configs make matrix (and so make test) runs: one
+# build each. rt only on 6.12: PREEMPT_RT needs ARCH_SUPPORTS_RT, which x86
+# selects since 6.12. CONFIGS, when set, is run on every series of KVERS.
+# KVER= on the command line (make test KVER=6.1) narrows KVERS to it.
+KVERS   ?= $(if $(filter command line,$(origin KVER)),$(KVER),6.12 6.1)
+CONFIGS ?=
+CONFIGS_6.12 = default debug kasan rt
+CONFIGS_6.1  = default debug kasan
 SHARD   ?=
 DIRS    ?=
 PARTS   ?=
@@ -31,7 +37,7 @@ help:
 	@echo 'targets:'
 	@echo '  run          prepare the cached tree, build, boot in QEMU, judge, coverage report -> out/$(KVER)[-$$CONFIG]/'
 	@echo '  run-debug    run with CONFIG=debug: lockdep, PROVE_RCU, atomic-sleep and object checks'
-	@echo '  matrix       coverage for default, run for each other config of CONFIGS ($(CONFIGS)); red if any is'
+	@echo '  matrix       for each series of KVERS: coverage for default, run for each other config; red if any is'
 	@echo '  test         tools-test, then matrix (what CI runs)'
 	@echo '  matrix-list  the kernel jobs of make test, one a line (make arguments)'
 	@echo '  merge-results  merge the out/ directories of DIRS (CI jobs) -> out/merged/'
@@ -55,7 +61,8 @@ help:
 	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures-$$KVER) are red; run what wedges a CPU'
 	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
-	@echo '  CONFIGS=$(CONFIGS)  the configs make matrix and make test run'
+	@echo '  KVERS=$(KVERS)  the kernel series make matrix and make test run'
+	@echo '  CONFIGS=$(CONFIGS)  the configs they run (empty: 6.12: $(CONFIGS_6.12); 6.1: $(CONFIGS_6.1))'
 	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
 	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
@@ -79,12 +86,14 @@ run-debug:
 # The jobs of make matrix, one a line, as make arguments. The default kernel
 # is the coverage kernel: its job is make coverage (the run plus the gate).
 # (A job is one word here, its arguments joined by commas.)
-JOBS = $(foreach c,$(CONFIGS),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(KVER)$(,)CONFIG=$(c))
+JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(k)$(,)CONFIG=$(c)))
 , := ,
+# A series of KVERS with no configs would silently run nothing.
+jobs_checked = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS)
 
 # Every job runs even when an earlier one is red; the exit status says if any was.
 matrix:
-	@rc=0; for job in $(JOBS); do $(MAKE) $$(echo "$$job" | tr , ' ') || rc=1; done; exit $$rc
+	@rc=0; for job in $(jobs_checked); do $(MAKE) $$(echo "$$job" | tr , ' ') || rc=1; done; exit $$rc
 
 test: tools-test matrix
 
@@ -104,7 +113,7 @@ mutate:
 # The kernel jobs make test runs, one a line, as make arguments (for a CI
 # engine's matrix; .gitlab-ci.yml and .github/workflows/ list the same).
 matrix-list:
-	@for job in $(JOBS); do echo "$$job" | tr , ' '; done
+	@for job in $(jobs_checked); do echo "$$job" | tr , ' '; done
 
 merge-results:
 	@test -n '$(DIRS)' || { echo 'usage: make merge-results DIRS="out/a out/b ..."' >&2; exit 2; }

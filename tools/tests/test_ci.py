@@ -53,6 +53,14 @@ def shards(specs: List[str]) -> None:
     assert sorted(specs) == sorted(f'{i}/{n}' for i in range(1, n + 1)), specs
 
 
+def shards_per_kver(jobs: List[Dict[str, str]], kver: str, shard: str) -> None:
+    """Each series of make matrix-list has its mutants sharded 1/N .. N/N, and no other has."""
+    kvers = sorted({line.split()[1] for line in matrix_list()})
+    assert sorted({'KVER=' + j[kver] for j in jobs}) == kvers, (jobs, kvers)
+    for k in kvers:
+        shards([j[shard].removeprefix('SHARD=') for j in jobs if 'KVER=' + j[kver] == k])
+
+
 class GitLabTest(unittest.TestCase):
     def setUp(self) -> None:
         self.doc = yaml.safe_load((REPO / '.gitlab-ci.yml').read_text())
@@ -67,7 +75,7 @@ class GitLabTest(unittest.TestCase):
     def test_mutant_shards_cover_the_set_once(self) -> None:
         jobs = gitlab_jobs(self.doc, 'mutants')
         self.assertEqual({j['TARGET'] for j in jobs}, {'mutate'})
-        shards([j['EXTRA'].removeprefix('SHARD=') for j in jobs])
+        shards_per_kver(jobs, 'KVER', 'EXTRA')
 
     def test_each_job_caches_its_kernel_and_keeps_its_results(self) -> None:
         self.assertTrue(self.doc['variables']['CPUHP_KUNIT_CACHE'].startswith('$CI_PROJECT_DIR/'))
@@ -106,7 +114,7 @@ class GitHubTest(unittest.TestCase):
         self.assertFalse(self.doc['jobs']['kernel']['strategy']['fail-fast'])
 
     def test_mutant_shards_cover_the_set_once(self) -> None:
-        shards([j['shard'] for j in github_jobs(self.doc, 'mutants')])
+        shards_per_kver(github_jobs(self.doc, 'mutants'), 'kver', 'shard')
         runs = [s.get('run', '') for s in self.steps('mutants')]
         self.assertTrue(any('make mutate' in r and 'SHARD=${{ matrix.shard }}' in r
                             for r in runs))
@@ -133,6 +141,21 @@ class MatrixListTest(unittest.TestCase):
     def test_default_is_the_coverage_job(self) -> None:
         self.assertEqual(matrix_list('CONFIGS=default debug', 'KVER=6.1'),
                          ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=debug'])
+        self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.12 6.1'),
+                         ['coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default'])
+
+    def test_both_series_rt_only_on_6_12(self) -> None:
+        jobs = matrix_list()
+        self.assertEqual({j.split()[1] for j in jobs}, {'KVER=6.12', 'KVER=6.1'})
+        self.assertIn('run KVER=6.12 CONFIG=rt', jobs)
+        self.assertNotIn('run KVER=6.1 CONFIG=rt', jobs)
+        self.assertEqual([j for j in matrix_list('KVER=6.1') if 'KVER=6.1 ' not in j], [])
+
+    def test_series_without_configs_is_refused(self) -> None:
+        res = subprocess.run(['make', '-s', 'matrix-list', 'KVERS=6.12 5.10'], cwd=REPO,
+                             capture_output=True, text=True, check=False)
+        self.assertEqual(res.returncode, 2)
+        self.assertIn('no configs for 5.10', res.stderr)
 
     def test_make_matrix_runs_the_list(self) -> None:
         res = subprocess.run(['make', '-n', '--no-print-directory', 'matrix'], cwd=REPO,
