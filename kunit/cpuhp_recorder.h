@@ -15,6 +15,8 @@
 #include <linux/list.h>
 #include <linux/spinlock.h>
 
+#include "../cpuhp_kunit.h"
+
 /* States one case can install: the L, M and H of the rollback suite. */
 #define CPUHP_REC_SLOTS		3
 /* Instances one case can add to a multi-instance state. */
