@@ -22,13 +22,17 @@ CONFIGS_6.12 = default debug kasan rt
 CONFIGS_6.1  = default debug kasan
 SHARD   ?=
 DIRS    ?=
+# make series: "Name <email>" for From: and Signed-off-by: (default: git config).
+AUTHOR  ?=
+# The kernel series whose upstream-shaped series make test checks (series-test).
+SERIES_KVERS ?= 6.12
 PARTS   ?=
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
 
-.PHONY: help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+.PHONY: series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
@@ -48,6 +52,10 @@ help:
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
 	@echo '  bench        warm times and the build ratio to kunit.py; PARTS="warm ratio options cold" (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/$(KVER)/'
+	@echo '  series       the upstream-shaped series + cover letters + checkpatch -> out/series/$(KVER)/'
+	@echo '  series-check series, then build after every patch and with SYSFS/SUSPEND/TRACING=n'
+	@echo '  series-pristine  series, then git am onto a fresh extraction and kunit.py run as the cover letter says'
+	@echo '  series-test  series-check and series-pristine (the job make test runs for each of SERIES_KVERS)'
 	@echo '  clean-cache  delete the cached trees and build directories'
 	@echo 'knobs (current value):'
 	@echo '  KVER=$(KVER)      kernel series: linux-source-$$KVER from Debian'
@@ -65,6 +73,8 @@ help:
 	@echo '  CONFIGS=$(CONFIGS)  the configs they run (empty: 6.12: $(CONFIGS_6.12); 6.1: $(CONFIGS_6.1))'
 	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
 	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
+	@echo '  AUTHOR=$(AUTHOR)       make series: "Name <email>" of From: and Signed-off-by: (default: git config)'
+	@echo '  SERIES_KVERS=$(SERIES_KVERS)  the series make test checks with series-test'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
 	@echo '  CPUHP_KUNIT_NOWAIT=1 (env) fail at once when another run holds the cache'
 	@echo '  CPUHP_KUNIT_DIRTY=1 (env) test a cached tree with local edits or commits'
@@ -86,7 +96,8 @@ run-debug:
 # The jobs of make matrix, one a line, as make arguments. The default kernel
 # is the coverage kernel: its job is make coverage (the run plus the gate).
 # (A job is one word here, its arguments joined by commas.)
-JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(k)$(,)CONFIG=$(c)))
+JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(k)$(,)CONFIG=$(c))) \
+       $(foreach k,$(filter $(SERIES_KVERS),$(KVERS)),series-test$(,)KVER=$(k)$(,)CONFIG=default)
 , := ,
 # A series of KVERS with no configs would silently run nothing.
 jobs_checked = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS)
@@ -118,6 +129,23 @@ matrix-list:
 merge-results:
 	@test -n '$(DIRS)' || { echo 'usage: make merge-results DIRS="out/a out/b ..."' >&2; exit 2; }
 	$(PYTHON) tools/cpuhpk/merge.py --out out/merged $(DIRS)
+
+SERIES = $(PYTHON) tools/cpuhpk/series.py --kver '$(KVER)' --author '$(AUTHOR)'
+series-config:
+	@test '$(CONFIG)' = default || { echo 'the series are built with their own configs: no CONFIG=$(CONFIG)' >&2; exit 2; }
+
+series: series-config
+	$(SERIES)
+
+series-check: series-config
+	$(SERIES) --no-results --check
+
+series-pristine: series-config
+	$(SERIES) --no-results --pristine --smp '$(SMP)' --timeout '$(TIMEOUT)'
+
+# In CI nobody's git config is there: the checks sign off as the commit's author.
+series-test: series-config
+	$(SERIES) --no-results --check --pristine --smp '$(SMP)' --timeout '$(TIMEOUT)' --author-of-head
 
 bench:
 	sh tools/bench.sh $(PARTS)

@@ -1,0 +1,664 @@
+"""`make series`: the upstream-shaped patch series, generated from src/ and kunit/.
+
+src/<KVER>/upstream/plan says which patches of src/<KVER>/series form which
+series ([cpu-hotplug], [timekeeping]), which kunit/ sources each patch adds,
+and which patches are the harness's own (never posted). For each series this
+commits the patches on the pristine tree, adds the test sources to the commit
+that wires them up (as the kernel will build them: the 6.1 compat header and
+version blocks resolved for this kernel), signs them off as the user, and
+writes `git format-patch --cover-letter --base` output with the cover letter
+of src/<KVER>/upstream/<name>.cover filled in:
+
+  out/series/<KVER>/<name>/0000-cover-letter.patch, 0001-*.patch ...
+  out/series/<KVER>/checkpatch.txt   checkpatch.pl --strict of every patch
+
+`make series-check`: builds after every patch (series-check.txt), and
+`make series-pristine`: git am onto a fresh extraction, kunit.py run as the
+cover letter says, the verdict of its console (pristine/).
+Exit status 0 only when everything asked for is clean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+if __package__ in (None, ''):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+
+from cpuhpk import tree  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+COMPAT = 'cpuhp_kunit_compat.h'
+# The patches carry this identity until a user's replaces it.
+PLACEHOLDER = 'dev@cpuhp-kunit.example'
+# The pristine commit: the tree of the tarball under a fixed identity and
+# date, so that the same package gives the same base-commit everywhere.
+PRISTINE_ENV = {'GIT_AUTHOR_NAME': 'linux-source', 'GIT_AUTHOR_EMAIL': 'linux-source@debian.org',
+                'GIT_AUTHOR_DATE': '1970-01-01T00:00:00+0000',
+                'GIT_COMMITTER_NAME': 'linux-source',
+                'GIT_COMMITTER_EMAIL': 'linux-source@debian.org',
+                'GIT_COMMITTER_DATE': '1970-01-01T00:00:00+0000'}
+# checkpatch cannot look commit ids up in a tree without upstream history.
+CHECKPATCH = ('perl', 'scripts/checkpatch.pl', '--strict', '--terse', '--show-types',
+              '--ignore', 'UNKNOWN_COMMIT_ID')
+
+
+class SeriesError(Exception):
+    """Something make series cannot do, said in one line."""
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str = ''
+
+
+@dataclass
+class Report:
+    """Every check of a make series* run: out/series.json, junit.xml, summary.txt."""
+    kver: str
+    checks: List[Check] = field(default_factory=list)
+
+    def add(self, name: str, ok: bool, detail: str = '') -> None:
+        self.checks.append(Check(name, ok, detail))
+        first = detail.splitlines()[0] if detail else ''
+        print(f"{'ok  ' if ok else 'FAIL'}  {name}" + (f': {first}' if first else ''), flush=True)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    def write(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / 'series.json').write_text(json.dumps(
+            {'kver': self.kver, 'verdict': 'pass' if self.ok else 'fail',
+             'checks': [vars(c) for c in self.checks]}, indent=1) + '\n')
+        suite = ET.Element('testsuite', name=f'series KVER={self.kver}',
+                           tests=str(len(self.checks)),
+                           failures=str(sum(not c.ok for c in self.checks)))
+        for c in self.checks:
+            tc = ET.SubElement(suite, 'testcase', classname='series', name=c.name)
+            if not c.ok:
+                ET.SubElement(tc, 'failure', message=c.detail.splitlines()[0] if c.detail
+                              else 'failed').text = c.detail
+            elif c.detail:
+                ET.SubElement(tc, 'system-out').text = c.detail
+        top = ET.Element('testsuites')
+        top.append(suite)
+        ET.indent(top)
+        ET.ElementTree(top).write(out / 'junit.xml', encoding='utf-8', xml_declaration=True)
+        lines = [f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}" for c in self.checks]
+        lines.append(f'cpuhp-kunit series {self.kver}: ' + ('PASS' if self.ok else 'FAIL'))
+        (out / 'summary.txt').write_text('\n'.join(lines) + '\n')
+
+
+@dataclass
+class Series:
+    name: str
+    title: str = ''
+    kunitconfig: str = ''
+    filter: str = ''
+    covers: str = ''
+    patches: List[Tuple[str, List[str]]] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    series: List[Series]
+    harness: List[str]
+    drop_compat: bool
+
+
+def read_plan(src: Path) -> Plan:
+    """src/<KVER>/upstream/plan, checked against src/<KVER>/series and kunit/MANIFEST."""
+    path = src / 'upstream' / 'plan'
+    if not path.is_file():
+        raise SeriesError(f'no src/{src.name}/upstream/plan: KVER={src.name} has no '
+                          'upstream-shaped series (make series knows '
+                          + ', '.join(sorted(p.parent.parent.name for p in
+                                             src.parent.glob('*/upstream/plan'))) + ')')
+    plan = Plan([], [], False)
+    cur: Optional[Series] = None
+    for n, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.split('#', 1)[0].strip()
+        if not line:
+            continue
+        where = f'src/{src.name}/upstream/plan:{n}'
+        m = re.fullmatch(r'\[([a-z0-9-]+)\]', line)
+        key, _, rest = line.partition(' ')
+        if m:
+            cur = Series(m.group(1))
+            plan.series.append(cur)
+        elif key == 'drop-compat' and cur is None:
+            plan.drop_compat = True
+        elif key == 'harness' and cur is None and rest:
+            plan.harness.append(rest.strip())
+        elif cur is not None and key in ('title', 'kunitconfig', 'filter', 'covers') and rest:
+            setattr(cur, key, rest.strip())
+        elif cur is not None and key == 'patch' and rest:
+            name, *files = rest.split()
+            cur.patches.append((name, files))
+        else:
+            raise SeriesError(f'{where}: cannot read "{line}"')
+    in_series = [p for s in plan.series for p, _ in s.patches]
+    named = in_series + plan.harness
+    listed = [p.name for p in tree.series_files(src)]
+    for s in plan.series:
+        if not (s.title and s.kunitconfig and s.filter and s.covers and s.patches):
+            raise SeriesError(f'src/{src.name}/upstream/plan: [{s.name}] needs title, '
+                              'kunitconfig, filter, covers and at least one patch')
+        if not (src / 'upstream' / f'{s.name}.cover').is_file():
+            raise SeriesError(f'no src/{src.name}/upstream/{s.name}.cover')
+    if sorted(named) != sorted(listed) or len(set(named)) != len(named):
+        raise SeriesError(f'src/{src.name}/upstream/plan must name each patch of the series '
+                          f'once: not named {sorted(set(listed) - set(named))}, unknown '
+                          f'{sorted(set(named) - set(listed))}, twice '
+                          f'{sorted({p for p in named if named.count(p) > 1})}')
+    if in_series != [p for p in listed if p in in_series]:
+        raise SeriesError(f'src/{src.name}/upstream/plan: the series\' patches are not in the '
+                          'order of src/<KVER>/series')
+    manifest = set(tree.read_manifest(REPO / 'kunit').values())
+    added = [f for s in plan.series for _, fs in s.patches for f in fs]
+    for f in added:
+        if f not in manifest:
+            raise SeriesError(f'src/{src.name}/upstream/plan adds {f}, which kunit/MANIFEST '
+                              'does not place')
+    needed = manifest - {COMPAT} if plan.drop_compat else manifest
+    if sorted(added) != sorted(needed):
+        raise SeriesError(f'src/{src.name}/upstream/plan must add every kunit/MANIFEST source '
+                          f'once: missing {sorted(needed - set(added))}')
+    return plan
+
+
+def version_code(version: str) -> int:
+    """6.12.118 -> KERNEL_VERSION(6, 12, 118), as the kernel computes it (c capped at 255)."""
+    a, b, c = (int(x) for x in (version.split('.') + ['0', '0'])[:3])
+    return (a << 16) + (b << 8) + min(c, 255)
+
+
+_VERSION_IF = re.compile(r'#if LINUX_VERSION_CODE (>=|<) KERNEL_VERSION\((\d+), (\d+), (\d+)\)$')
+
+
+def for_kernel(text: str, version: str, drop_compat: bool) -> str:
+    """A kunit/ source as this kernel's series carries it.
+
+    The `#if LINUX_VERSION_CODE >= KERNEL_VERSION(a, b, c)` blocks (no
+    nesting in them) keep the branch this kernel takes; <linux/version.h>
+    goes when nothing uses it; with @drop_compat the compat header's
+    include goes. Anything else is left as it is.
+    """
+    out: List[str] = []
+    keep = [True]
+    state: Optional[str] = None
+    code = version_code(version)
+    for n, line in enumerate(text.split('\n'), 1):
+        m = _VERSION_IF.match(line)
+        if m:
+            if state is not None:
+                raise SeriesError(f'line {n}: nested version check')
+            want = version_code('.'.join(m.group(2, 3, 4)))
+            taken = code >= want if m.group(1) == '>=' else code < want
+            state, keep = 'if', [taken]
+            continue
+        if state is not None and re.match(r'#\s*if', line):
+            raise SeriesError(f'line {n}: a preprocessor block inside a version check')
+        if state == 'if' and line.startswith('#else'):
+            state, keep = 'else', [not keep[0]]
+            continue
+        if state is not None and line.startswith('#endif'):
+            state, keep = None, [True]
+            continue
+        if not keep[0]:
+            continue
+        if drop_compat and line == f'#include "{COMPAT}"':
+            continue
+        out.append(line)
+    if state is not None:
+        raise SeriesError('a version check without #endif')
+    result = '\n'.join(out)
+    if 'LINUX_VERSION_CODE' not in result:
+        result = result.replace('#include <linux/version.h>\n', '')
+    # A dropped include may leave two blank lines behind.
+    return re.sub(r'\n\n\n+', '\n\n', result)
+
+
+def author_of(given: str) -> str:
+    """`Name <email>`: AUTHOR= or the user's git config, never the placeholder."""
+    who = given.strip()
+    if not who:
+        def cfg(key: str) -> str:
+            res = subprocess.run(['git', '-C', str(REPO), 'config', key],
+                                 capture_output=True, text=True, check=False)
+            return res.stdout.strip()
+        name, email = cfg('user.name'), cfg('user.email')
+        who = f'{name} <{email}>' if name and email else ''
+    m = re.fullmatch(r'([^<>@]+?) <([^<>\s]+@[^<>\s]+)>', who)
+    if not m:
+        raise SeriesError('no author: set git config user.name and user.email, or '
+                          'AUTHOR="Name <email>" (got "' + who + '")')
+    if m.group(2) == PLACEHOLDER:
+        raise SeriesError(f'AUTHOR is the placeholder {PLACEHOLDER}: give a real one')
+    return who
+
+
+def signed_off(message: str, who: str) -> str:
+    """@message with its Signed-off-by lines replaced by @who's."""
+    body = [ln for ln in message.rstrip('\n').split('\n') if not ln.startswith('Signed-off-by:')]
+    while body and not body[-1].strip():
+        body.pop()
+    return '\n'.join(body) + f'\n\nSigned-off-by: {who}\n'
+
+
+def git(repo: Path, *args: str, env: Optional[Dict[str, str]] = None,
+        stdin: Optional[str] = None) -> str:
+    res = subprocess.run(['git', '-C', str(repo), *args], capture_output=True, text=True,
+                         input=stdin, env={**os.environ, **(env or {})}, check=False)
+    if res.returncode != 0:
+        raise SeriesError(f'git {" ".join(args[:3])} in {repo}: '
+                          + (res.stderr.strip().splitlines() or ['failed'])[-1])
+    return res.stdout.strip()
+
+
+def pristine_commit(repo: Path, treeish: str, label: str) -> str:
+    """The deterministic commit of @treeish's tree (see PRISTINE_ENV)."""
+    tree_id = git(repo, 'rev-parse', f'{treeish}^{{tree}}')
+    return git(repo, 'commit-tree', tree_id, '-m', label, env=PRISTINE_ENV)
+
+
+def identity(who: str) -> Dict[str, str]:
+    name, _, email = who.rpartition(' <')
+    return {'GIT_AUTHOR_NAME': name, 'GIT_AUTHOR_EMAIL': email.rstrip('>'),
+            'GIT_COMMITTER_NAME': name, 'GIT_COMMITTER_EMAIL': email.rstrip('>')}
+
+
+def commit_series(work: Path, base: str, s: Series, src: Path, version: str,
+                  drop_compat: bool, who: str) -> None:
+    """Branch @s.name of @work: @base plus the series, sources added, signed off."""
+    manifest = tree.read_manifest(REPO / 'kunit')
+    env = identity(who)
+    git(work, 'checkout', '-q', '-f', '-B', s.name, base)
+    for patch, files in s.patches:
+        git(work, 'am', '-q', '--keep-cr', str(src / patch), env=env)
+        for rel, name in manifest.items():
+            if name not in files:
+                continue
+            text = for_kernel((REPO / 'kunit' / name).read_text(), version, drop_compat)
+            dest = work / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(text)
+            git(work, 'add', '-f', rel)
+        msg = signed_off(git(work, 'log', '-1', '--format=%B'), who)
+        git(work, 'commit', '-q', '--amend', '--reset-author', '-F', '-', env=env, stdin=msg)
+
+
+def fill_cover(cover: Path, s: Series, text: str) -> None:
+    data = cover.read_text()
+    data = data.replace('*** SUBJECT HERE ***', s.title)
+    data = data.replace('*** BLURB HERE ***', text.rstrip('\n'))
+    cover.write_text(data)
+
+
+def results_text(kver: str, s: Series) -> str:
+    """What the last `make coverage`/`make run` of this kernel (out/<KVER>/) found."""
+    out = REPO / 'out' / kver
+    try:
+        v = json.loads((out / 'verdict.json').read_text())
+    except (OSError, ValueError):
+        raise SeriesError(f'no results in out/{kver}/verdict.json for the cover letter: '
+                          f'run make coverage KVER={kver} first') from None
+    if v.get('verdict') != 'pass':
+        raise SeriesError(f'out/{kver}/verdict.json is not a pass: not writing a cover '
+                          'letter on a red run')
+    prefix = s.filter.rstrip('*')
+    statuses = {k: st for k, st in v['statuses'].items()
+                if k.startswith(prefix) and not k.startswith('cpuhp_sysfs')}
+    count: Dict[str, int] = {}
+    for st in statuses.values():
+        count[st] = count.get(st, 0) + 1
+    known = sorted({re.sub(r'\s*\(src/fixes/\d+\)', '',
+                           k['message'].partition('[known failure: ')[2].rstrip(']'))
+                    for k in v['known_failures']
+                    if k['name'].startswith(prefix) and not k['name'].startswith('cpuhp_sysfs')}
+                   - {''})
+    sweep = [k for k in statuses if k.startswith('cpuhp_sweep.')]
+    head = (f'On Debian\'s linux-source-{kver} ({v["context"].get("version", "?")}), x86_64 '
+            f'under QEMU (TCG, -smp {v["context"].get("smp", "?")}), with the suites built as '
+            f'the .kunitconfig says plus gcov: {len(statuses)} results, '
+            f'{count.get("pass", 0)} passed, {count.get("skip", 0)} skipped'
+            + (' (each with its reason)' if count.get('skip') else '')
+            + f', {count.get("fail", 0)} failed.'
+            + (f' The sweep ran {len(sweep)} parameters over the state table.' if sweep else ''))
+    lines = textwrap.wrap(head, 72)
+    summary = out / 'summary.txt'
+    row = re.compile(rf'^{re.escape(s.covers)}\s+(\S+%)\s+(\S+)\s+(\S+%)\s+(\S+)\s+(\S+%)\s+(\S+)',
+                     re.M)
+    m = row.search(summary.read_text()) if summary.is_file() else None
+    if not m:
+        raise SeriesError(f'no coverage of {s.covers} in out/{kver}/summary.txt: run make '
+                          f'coverage KVER={kver} first')
+    lines += [''] + textwrap.wrap(
+        f'Coverage of {s.covers} during that run (gcov, all suites): lines {m[1]} ({m[2]}), '
+        f'functions {m[3]} ({m[4]}), branches {m[5]} ({m[6]}).', 72)
+    if known:
+        lines += ['', 'The failures are findings about the kernel, not about the tests; each '
+                  'case', 'keeps failing until the kernel changes:', '']
+        for k in known:
+            lines += textwrap.wrap(k, 72, initial_indent='  - ', subsequent_indent='    ')
+    return '\n'.join(lines)
+
+
+def run_command(s: Series, smp: int = 4) -> str:
+    return (f"./tools/testing/kunit/kunit.py run --kunitconfig={s.kunitconfig} "
+            f"--arch=x86_64 --qemu_args='-smp {smp}'")
+
+
+def cover_text(src: Path, kver: str, s: Series, checkpatch_note: str, base_label: str,
+               results: bool) -> str:
+    prose = (src / 'upstream' / f'{s.name}.cover').read_text()
+    found = (results_text(kver, s) if results else
+             '(not filled in: made with --no-results, for the checks of the series)')
+    return prose.format(run=run_command(s), results=found, checkpatch=checkpatch_note,
+                        base=base_label)
+
+
+_FINDING = re.compile(r': (ERROR|WARNING|CHECK):')
+
+
+def checkpatch(work: Path, patch: Path) -> List[str]:
+    """What checkpatch --strict (run in @work) finds in @patch, a line each."""
+    res = subprocess.run([*CHECKPATCH, str(patch)], cwd=work, capture_output=True, text=True,
+                         check=False,
+                         env={**os.environ, 'PATH': '/usr/bin:' + os.environ.get('PATH', '')})
+    found = [ln.replace(str(patch), patch.name) for ln in res.stdout.splitlines()
+             if _FINDING.search(ln)]
+    if res.returncode != 0 and not found:
+        raise SeriesError(f'checkpatch failed on {patch.name}: {res.stderr.strip()[-200:]}')
+    return found
+
+
+def kinds(found: Sequence[str]) -> Dict[str, int]:
+    counts = {'ERROR': 0, 'WARNING': 0, 'CHECK': 0}
+    for ln in found:
+        m = _FINDING.search(ln)
+        if m:
+            counts[m.group(1)] += 1
+    return counts
+
+
+def scratch(t: tree.Tree) -> Path:
+    """A clone of the cached tree to build the series in (outside the repository)."""
+    work = tree.cache_root() / f'series-{t.version}'
+    if not (work / '.git').is_dir():
+        shutil.rmtree(work, ignore_errors=True)
+        subprocess.run(['git', 'clone', '-q', '--shared', '--no-checkout', str(t.path),
+                        str(work)], check=True)
+    else:
+        git(work, 'fetch', '-q', str(t.path), 'baseline:refs/tags/baseline', '--force')
+    return work
+
+
+def make_series(kver: str, who: str, out: Path, report: Report, results: bool = True) -> None:
+    """The series in out/<name>/, each patch checked by checkpatch --strict."""
+    src = tree.series_dir(REPO, kver)
+    plan = read_plan(src)
+    t = tree.prepare(kver, REPO)
+    work = scratch(t)
+    label = f'linux-source-{kver} {t.package}'
+    base = pristine_commit(work, 'baseline', label)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    text: List[str] = []
+    for s in plan.series:
+        commit_series(work, base, s, src, t.version, plan.drop_compat, who)
+        dest = out / s.name
+        git(work, 'format-patch', '-q', '--cover-letter', f'--base={base}', '--no-signature',
+            '--thread', '-o', str(dest), f'{base}..{s.name}', env=identity(who))
+        counts = {'ERROR': 0, 'WARNING': 0, 'CHECK': 0}
+        for p in sorted(dest.glob('0*.patch'))[1:]:
+            found = checkpatch(work, p)
+            for k, n in kinds(found).items():
+                counts[k] += n
+            report.add(f'checkpatch --strict {s.name}/{p.name}', not found,
+                       '\n'.join(found) if found else '0 errors, 0 warnings, 0 checks')
+            text += [f'{s.name}/{p.name}: {len(found)} found'] + ['  ' + f for f in found]
+        note = '\n'.join(textwrap.wrap(
+            f'checkpatch.pl --strict: {counts["ERROR"]} errors, {counts["WARNING"]} warnings, '
+            f'{counts["CHECK"]} checks on every patch (commit ids are not looked up: the tree '
+            'has no upstream history).', 72))
+        fill_cover(dest / '0000-cover-letter.patch', s,
+                   cover_text(src, kver, s, note, label, results))
+    git(work, 'checkout', '-q', '-f', base)
+    (out / 'checkpatch.txt').write_text('\n'.join(text) + '\n')
+
+
+# make series-check: every prefix of every series builds with BASE_CONFIG
+# (a tinyconfig kernel with the suites: =m where tristate), and the series
+# together build, or drop the suites, with each of VARIANTS. An option a
+# variant turns off stays off; a suite it drops must say why in Kconfig.
+BASE_CONFIG = (
+    'CONFIG_64BIT=y', 'CONFIG_SMP=y', 'CONFIG_HOTPLUG_CPU=y', 'CONFIG_PRINTK=y',
+    'CONFIG_SYSFS=y', 'CONFIG_MODULES=y', 'CONFIG_KUNIT=y', 'CONFIG_SUSPEND=y',
+    'CONFIG_FTRACE=y', 'CONFIG_ENABLE_DEFAULT_TRACERS=y', 'CONFIG_DEBUG_KERNEL=y',
+    'CONFIG_CPU_HOTPLUG_STATE_CONTROL=y', 'CONFIG_CPUHP_KUNIT_TEST=y',
+    'CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST=m')
+VARIANTS = {
+    'sysfs-n': ('# CONFIG_SYSFS is not set',),
+    'suspend-n': ('# CONFIG_SUSPEND is not set',),
+    'tracing-n': ('# CONFIG_FTRACE is not set', '# CONFIG_ENABLE_DEFAULT_TRACERS is not set',
+                  '# CONFIG_TRACING is not set'),
+}
+SUITE_OPTIONS = ('CONFIG_CPUHP_KUNIT_TEST', 'CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST')
+BUILD_SECONDS = 45 * 60
+
+
+def kconfig_value(config: Path, option: str) -> str:
+    """'y', 'm', or 'n' (not set, or not there) in a .config."""
+    for line in config.read_text().splitlines():
+        if line.startswith(option + '='):
+            return line.partition('=')[2]
+    return 'n'
+
+
+def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tuple[bool, str]:
+    """tinyconfig + @fragment, olddefconfig, make vmlinux and modules: (built, why not)."""
+    make = ['make', '-s', '-C', str(work), f'O={build_dir}', 'ARCH=x86_64',
+            f'-j{os.cpu_count() or 1}']
+    build_dir.mkdir(parents=True, exist_ok=True)
+    frag = build_dir / 'series-check.config'
+    frag.write_text('\n'.join(fragment) + '\n')
+    steps = [make + ['tinyconfig'],
+             ['sh', str(work / 'scripts' / 'kconfig' / 'merge_config.sh'), '-m', '-O',
+              str(build_dir), str(build_dir / '.config'), str(frag)],
+             make + ['olddefconfig'], make + ['vmlinux', 'modules']]
+    with open(log, 'a') as out:
+        for cmd in steps:
+            out.write('$ ' + ' '.join(cmd) + '\n')
+            out.flush()
+            try:
+                res = subprocess.run(cmd, cwd=work, stdout=out, stderr=subprocess.STDOUT,
+                                     timeout=BUILD_SECONDS, check=False)
+            except subprocess.TimeoutExpired:
+                return False, f'{cmd[-1]} did not end in {BUILD_SECONDS} s'
+            if res.returncode != 0:
+                return False, f'{" ".join(cmd[-2:])} failed (exit {res.returncode}), see {log}'
+    return True, ''
+
+
+def series_check(kver: str, who: str, out: Path, report: Report) -> None:
+    """Build after every patch, then the variants of VARIANTS on both series."""
+    src = tree.series_dir(REPO, kver)
+    plan = read_plan(src)
+    t = tree.prepare(kver, REPO)
+    work = scratch(t)
+    base = pristine_commit(work, 'baseline', f'linux-source-{kver} {t.package}')
+    log = out / 'series-check.log'
+    out.mkdir(parents=True, exist_ok=True)
+    log.write_text('')
+    build_root = tree.cache_root() / f'series-build-{t.version}'
+    for s in plan.series:
+        commit_series(work, base, s, src, t.version, plan.drop_compat, who)
+        commits = git(work, 'rev-list', '--reverse', f'{base}..{s.name}').split()
+        for i, c in enumerate(commits, 1):
+            git(work, 'checkout', '-q', '-f', c)
+            built, why = build(work, build_root / 'base', BASE_CONFIG, log)
+            subject = git(work, 'log', '-1', '--format=%s', c)
+            cfg = build_root / 'base' / '.config'
+            opts = ' '.join(f'{o.removeprefix("CONFIG_")}={kconfig_value(cfg, o)}'
+                            for o in SUITE_OPTIONS) if cfg.is_file() else ''
+            report.add(f'build {s.name} {i}/{len(commits)} {subject}', built,
+                       f'builds ({opts})' if built else why)
+        # The tristate suite must come out as a module where it exists.
+        ko = list((build_root / 'base').glob('kernel/time/tests/*.ko'))
+        if s.name == 'timekeeping':
+            report.add(f'{s.name} as a module', bool(ko),
+                       ko[0].name if ko else 'no kernel/time/tests/*.ko built')
+    # Both series on one tree, each variant.
+    git(work, 'checkout', '-q', '-f', '-B', 'all', plan.series[0].name)
+    for s in plan.series[1:]:
+        git(work, 'cherry-pick', '-q', f'{base}..{s.name}', env=identity(who))
+    for name, frag in VARIANTS.items():
+        built, why = build(work, build_root / name, BASE_CONFIG + frag, log)
+        cfg = build_root / name / '.config'
+        opts = ' '.join(f'{o.removeprefix("CONFIG_")}={kconfig_value(cfg, o)}'
+                        for o in SUITE_OPTIONS) if cfg.is_file() else ''
+        report.add(f'build all series {name}', built, f'builds ({opts})' if built else why)
+    git(work, 'checkout', '-q', '-f', base)
+
+
+def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report) -> None:
+    """git am each series of @out onto a fresh extraction, kunit.py run as the cover
+    letter says, and the verdict of each run's console (out/pristine-<name>/)."""
+    from cpuhpk import run  # the verdict of a console, as make judge gives it
+
+    src = tree.series_dir(REPO, kver)
+    plan = read_plan(src)
+    package = tree.installed_version(tree.source_package(kver))
+    if package is None:
+        raise SeriesError(f'{tree.source_package(kver)} is not installed: run make prepare')
+    version = tree.upstream_version(package)
+    fresh = tree.cache_root() / f'pristine-{version}'
+    kept = tree.cache_root() / f'pristine-kunit-{version}'
+    shutil.rmtree(fresh, ignore_errors=True)
+    tree.extract(kver, package, fresh)
+    base = pristine_commit(fresh, 'baseline', f'linux-source-{kver} {package}')
+    for s in plan.series:
+        patches = sorted((out / s.name).glob('0*.patch'))
+        if not patches:
+            raise SeriesError(f'no series in {out / s.name}: run make series first')
+        said = re.search(r'^base-commit: (\w+)$', patches[0].read_text(), re.M)
+        if not said or said.group(1) != base:
+            raise SeriesError(f'{patches[0]} says base-commit '
+                              f'{said.group(1) if said else "none"}, the fresh extraction of '
+                              f'{package} is {base}')
+        # Each series applies on its own to the pristine tree.
+        git(fresh, 'checkout', '-q', '-f', '-B', f'alone-{s.name}', base)
+        git(fresh, 'am', '-q', *map(str, patches[1:]), env=identity('git am <am@localhost>'))
+        report.add(f'git am {s.name}', True, f'{len(patches) - 1} patches apply to a fresh '
+                   f'extraction of linux-source-{kver} {package} (base-commit {base[:12]})')
+    # Then all of them, and each series' suites run as its cover letter says.
+    git(fresh, 'checkout', '-q', '-f', '-B', 'all', base)
+    for s in plan.series:
+        git(fresh, 'am', '-q', *map(str, sorted((out / s.name).glob('0*.patch'))[1:]),
+            env=identity('git am <am@localhost>'))
+    if kept.is_dir():  # objects of the last run: make rebuilds what the series changed
+        kept.rename(fresh / '.kunit')
+    try:
+        for s in plan.series:
+            dest = out / f'pristine-{s.name}'
+            shutil.rmtree(dest, ignore_errors=True)
+            dest.mkdir(parents=True)
+            cmd = [sys.executable, 'tools/testing/kunit/kunit.py', 'run',
+                   f'--kunitconfig={s.kunitconfig}', '--arch=x86_64', f'--qemu_args=-smp {smp}',
+                   f'--timeout={timeout}']
+            rc, killed = run.run_kunit(cmd, fresh, dest / 'kunit.log', BUILD_SECONDS + timeout)
+            console = fresh / '.kunit' / 'test.log'
+            what = f'kunit.py run {s.name}'
+            if killed is not None or not console.is_file():
+                report.add(what, False, 'kunit.py ' + (
+                    'did not end' if killed is not None else f'left no console (exit {rc})'))
+                continue
+            verdict_rc = run.main(['--judge', str(console), '--kver', kver, '--smp', str(smp),
+                                   '--filter', s.filter, '--out', str(dest)])
+            v = json.loads((dest / 'verdict.json').read_text())
+            c = v['counts']
+            report.add(what, verdict_rc == 0,
+                       f'$ {run_command(s, smp)} --timeout={timeout}: verdict {v["verdict"]}: '
+                       f'{c["passed"]} passed, {c["failed"]} failed '
+                       f'({len(v["known_failures"])} known), {c["skipped"]} skipped '
+                       f'(kunit.py exit {rc}; pristine-{s.name}/)')
+    finally:
+        if (fresh / '.kunit').is_dir():
+            shutil.rmtree(kept, ignore_errors=True)
+            (fresh / '.kunit').rename(kept)
+
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--kver', default='6.12')
+    ap.add_argument('--author', default='', help='"Name <email>" (default: git config)')
+    ap.add_argument('--out', type=Path, help='default out/series/KVER')
+    ap.add_argument('--no-results', dest='results', action='store_false',
+                    help='cover letters without the results of out/KVER/ (for the checks)')
+    ap.add_argument('--check', action='store_true',
+                    help='then build after every patch and the config variants')
+    ap.add_argument('--pristine', action='store_true',
+                    help='then git am onto a fresh extraction and run kunit.py as the cover '
+                    'letter says')
+    ap.add_argument('--author-of-head', action='store_true',
+                    help='without --author and git config: the author of the checked-out '
+                    'commit (for the checks, which post nothing)')
+    ap.add_argument('--smp', type=int, default=4)
+    ap.add_argument('--timeout', type=int, default=600, help='seconds for each kernel run')
+    return ap
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parser().parse_args(argv)
+    out = args.out or REPO / 'out' / 'series' / args.kver
+
+    report = Report(args.kver)
+
+    def job() -> int:
+        try:
+            make_series(args.kver, who, out, report, args.results)
+            if args.check:
+                series_check(args.kver, who, out, report)
+            if args.pristine:
+                series_pristine(args.kver, out, args.smp, args.timeout, report)
+        except (SeriesError, tree.PrepareError) as e:
+            report.add('series', False, str(e))
+        report.write(out)
+        print(f'cpuhp-kunit series {args.kver}: ' + ('PASS' if report.ok else 'FAIL')
+              + f' ({out})')
+        return 0 if report.ok else 1
+
+    try:
+        given = args.author
+        if not given and args.author_of_head:
+            try:
+                author_of('')
+            except SeriesError:
+                given = git(REPO, 'log', '-1', '--format=%an <%ae>')
+        who = author_of(given)
+        return tree.locked(f'series {args.kver}', job)
+    except (SeriesError, tree.PrepareError) as e:
+        print(f'cpuhp-kunit: series: {e}', file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
