@@ -137,15 +137,17 @@ series-config:
 series: series-config
 	$(SERIES)
 
+# The checks write to out/<KVER>-series/ (series.json, junit.xml, the series).
 series-check: series-config
-	$(SERIES) --no-results --check
+	$(SERIES) --out 'out/$(KVER)-series' --no-results --check
 
 series-pristine: series-config
-	$(SERIES) --no-results --pristine --smp '$(SMP)' --timeout '$(TIMEOUT)'
+	$(SERIES) --out 'out/$(KVER)-series' --no-results --pristine --smp '$(SMP)' --timeout '$(TIMEOUT)'
 
 # In CI nobody's git config is there: the checks sign off as the commit's author.
 series-test: series-config
-	$(SERIES) --no-results --check --pristine --smp '$(SMP)' --timeout '$(TIMEOUT)' --author-of-head
+	$(SERIES) --out 'out/$(KVER)-series' --no-results --check --pristine --smp '$(SMP)' \
+		--timeout '$(TIMEOUT)' --author-of-head
 
 bench:
 	sh tools/bench.sh $(PARTS)

@@ -56,6 +56,16 @@ class Job:
 def read_job(d: Path) -> Job:
     """What one directory holds; tree.PrepareError when it holds no result."""
     report, verdict_path = d / 'report.json', d / 'verdict.json'
+    if (d / 'series.json').is_file():
+        try:
+            data = json.loads((d / 'series.json').read_text())
+            checks = data['checks']
+            good = sum(bool(c['ok']) for c in checks)
+        except (ValueError, KeyError, TypeError) as e:
+            raise tree.PrepareError(f'{d}: series.json is unreadable: {e}') from None
+        return Job(d, f"series KVER={data.get('kver', '?')}",
+                   data.get('verdict') == 'pass' and bool(checks) and good == len(checks),
+                   f'{good}/{len(checks)} checks', '')
     if report.is_file():
         try:
             data = json.loads(report.read_text())
@@ -80,8 +90,8 @@ def read_job(d: Path) -> Job:
         passed, failed, skipped, known = v.closing_counts()
         return Job(d, label or d.name, v.ok, f'{passed} passed, {failed} failed, '
                    f'{skipped} skipped, {known} known', context.get('kver', ''))
-    raise tree.PrepareError(f'{d}: no verdict.json or report.json: not the out/ directory '
-                            'of a make run, make coverage or make mutate')
+    raise tree.PrepareError(f'{d}: no verdict.json, report.json or series.json: not the out/ '
+                            'directory of a make run, coverage, mutate or series-test')
 
 
 def merge_junit(jobs: Sequence[Job], problems: Sequence[str]) -> ET.ElementTree:

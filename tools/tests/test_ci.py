@@ -142,7 +142,14 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual(matrix_list('CONFIGS=default debug', 'KVER=6.1'),
                          ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=debug'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.12 6.1'),
-                         ['coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default'])
+                         ['coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default',
+                          'series-test KVER=6.12 CONFIG=default'])
+        self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.1'),
+                         ['coverage KVER=6.1 CONFIG=default'])
+
+    def test_the_series_is_checked_for_6_12(self) -> None:
+        self.assertIn('series-test KVER=6.12 CONFIG=default', matrix_list())
+        self.assertNotIn('series-test', ' '.join(matrix_list('SERIES_KVERS=')))
 
     def test_both_series_rt_only_on_6_12(self) -> None:
         jobs = matrix_list()

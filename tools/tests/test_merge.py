@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, List, Sequence
 from unittest import mock
 
-from cpuhpk import merge, mutate, run
+from cpuhpk import merge, mutate, run, series
 from tests.recorded import expectations as recorded_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -92,9 +92,25 @@ class MergeTest(unittest.TestCase):
     def test_no_result_in_a_directory_is_red(self) -> None:
         (self.tmp / 'empty').mkdir()
         self.assertEqual(self.merged(self.tmp / 'empty'), 1)
-        self.assertIn('no verdict.json or report.json', self.problems()[0])
+        self.assertIn('no verdict.json, report.json or series.json', self.problems()[0])
         self.assertEqual(self.bad(), 1)
         self.assertEqual(self.merged(), 1)
+
+    def series_dir(self, name: str, *oks: bool) -> Path:
+        report = series.Report('6.12')
+        for i, ok in enumerate(oks):
+            report.add(f'check {i}', ok, 'fine' if ok else 'broken')
+        report.write(self.tmp / name)
+        return self.tmp / name
+
+    def test_a_series_job_merges_and_its_red_check_is_red(self) -> None:
+        a = self.run_dir('6.12', 'pass_default_console.log', 'default')
+        self.assertEqual(self.merged(a, self.series_dir('6.12-series', True, True)), 0)
+        xml = junitparser.JUnitXml.fromfile(str(self.out / 'junit.xml'))
+        self.assertIn('series KVER=6.12: series KVER=6.12', {s.name for s in xml})
+        self.assertIn('2/2 checks', (self.out / 'summary.txt').read_text())
+        self.assertEqual(self.merged(a, self.series_dir('red-series', True, False)), 1)
+        self.assertEqual(self.bad(), 1)
 
     def test_the_same_job_twice_is_red(self) -> None:
         a = self.run_dir('a', 'pass_default_console.log', 'default')

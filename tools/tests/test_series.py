@@ -1,0 +1,159 @@
+"""make series: the plan, the sources as the series carries them, the identity."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from cpuhpk import series
+
+REPO = Path(__file__).resolve().parents[2]
+
+SOURCE = '''#include <kunit/test.h>
+#include <linux/version.h>
+
+#include "cpuhp_kunit_compat.h"
+
+/* Both kernels. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+static int new_way;
+#else
+static int old_way;
+#endif
+
+static int both;
+'''
+
+
+class PlanTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.src = self.tmp / '6.12'
+        shutil.copytree(REPO / 'src' / '6.12', self.src)
+        self.plan = self.src / 'upstream' / 'plan'
+
+    def test_the_plan_of_6_12_names_every_patch_and_source(self) -> None:
+        plan = series.read_plan(self.src)
+        self.assertEqual([s.name for s in plan.series], ['cpu-hotplug', 'timekeeping'])
+        self.assertTrue(plan.drop_compat)
+        self.assertEqual(len(plan.harness), 1)
+        self.assertIn('gcov', (self.src / plan.harness[0]).read_text())
+        for s in plan.series:
+            self.assertTrue((REPO / s.kunitconfig).parent.name or s.kunitconfig)
+
+    def test_a_patch_in_no_series_is_refused(self) -> None:
+        text = self.plan.read_text()
+        self.plan.write_text('\n'.join(ln for ln in text.splitlines()
+                                       if not ln.startswith('harness ')))
+        with self.assertRaisesRegex(series.SeriesError, 'not named.*0007'):
+            series.read_plan(self.src)
+
+    def test_a_source_in_no_patch_is_refused(self) -> None:
+        self.plan.write_text(self.plan.read_text().replace(' cpuhp_sweep_kunit.c', ''))
+        with self.assertRaisesRegex(series.SeriesError, r"missing \['cpuhp_sweep_kunit.c'\]"):
+            series.read_plan(self.src)
+
+    def test_a_kernel_without_a_plan_is_refused(self) -> None:
+        shutil.rmtree(self.src / 'upstream')
+        with self.assertRaisesRegex(series.SeriesError, 'no src/6.12/upstream/plan'):
+            series.read_plan(self.src)
+
+    def test_patches_out_of_order_are_refused(self) -> None:
+        lines = self.plan.read_text().splitlines()
+        i = next(n for n, ln in enumerate(lines) if ln.startswith('patch 0001'))
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        self.plan.write_text('\n'.join(lines))
+        with self.assertRaisesRegex(series.SeriesError, 'not in the order'):
+            series.read_plan(self.src)
+
+
+class ForKernelTest(unittest.TestCase):
+    def test_6_12_keeps_the_new_branch_without_compat(self) -> None:
+        out = series.for_kernel(SOURCE, '6.12.118', drop_compat=True)
+        self.assertIn('new_way', out)
+        self.assertNotIn('old_way', out)
+        self.assertNotIn('compat', out)
+        self.assertNotIn('version.h', out)
+        self.assertNotIn('#if', out)
+        self.assertNotIn('\n\n\n', out)
+        self.assertIn('static int both;', out)
+
+    def test_6_1_keeps_the_old_branch_and_compat(self) -> None:
+        out = series.for_kernel(SOURCE, '6.1.192', drop_compat=False)
+        self.assertIn('old_way', out)
+        self.assertNotIn('new_way', out)
+        self.assertIn('#include "cpuhp_kunit_compat.h"', out)
+
+    def test_nested_blocks_are_refused(self) -> None:
+        nested = SOURCE.replace('static int new_way;', '#ifdef X\nstatic int new_way;\n#endif')
+        with self.assertRaisesRegex(series.SeriesError, 'inside a version check'):
+            series.for_kernel(nested, '6.12.118', True)
+
+    def test_version_codes(self) -> None:
+        self.assertEqual(series.version_code('6.12.118'), (6 << 16) + (12 << 8) + 118)
+        self.assertEqual(series.version_code('4.9.337'), (4 << 16) + (9 << 8) + 255)
+
+    def test_the_real_crosststamp_source(self) -> None:
+        text = (REPO / 'kunit' / 'timekeeping_crosststamp_kunit.c').read_text()
+        new = series.for_kernel(text, '6.12.118', True)
+        old = series.for_kernel(text, '6.1.192', False)
+        self.assertIn('counter->cs_id = id;', new)
+        self.assertNotIn('LINUX_VERSION_CODE', new + old)
+        self.assertLess(len(new), len(text))
+
+
+class AuthorTest(unittest.TestCase):
+    def test_given_author(self) -> None:
+        self.assertEqual(series.author_of('Ada L <ada@example.org>'), 'Ada L <ada@example.org>')
+
+    def test_placeholder_and_garbage_are_refused(self) -> None:
+        with self.assertRaisesRegex(series.SeriesError, 'placeholder'):
+            series.author_of(f'cpuhp-kunit developers <{series.PLACEHOLDER}>')
+        with self.assertRaisesRegex(series.SeriesError, 'no author'):
+            series.author_of('just a name')
+
+    def test_no_git_config_is_refused(self) -> None:
+        done = subprocess.CompletedProcess([], 1, '', '')
+        with mock.patch('subprocess.run', return_value=done):
+            with self.assertRaisesRegex(series.SeriesError, 'git config user.name'):
+                series.author_of('')
+
+    def test_sign_off_is_replaced(self) -> None:
+        msg = 'sub\n\nbody\n\nSigned-off-by: cpuhp-kunit developers <dev@cpuhp-kunit.example>\n'
+        self.assertEqual(series.signed_off(msg, 'Ada <a@b.org>'),
+                         'sub\n\nbody\n\nSigned-off-by: Ada <a@b.org>\n')
+
+
+class PristineCommitTest(unittest.TestCase):
+    def test_same_tree_same_commit_anywhere(self) -> None:
+        ids = []
+        for _ in range(2):
+            tmp = Path(tempfile.mkdtemp())
+            self.addCleanup(shutil.rmtree, tmp)
+            (tmp / 'f').write_text('x\n')
+            for args in (['init', '-q'], ['add', 'f'],
+                         ['-c', 'user.name=a', '-c', 'user.email=a@b', 'commit', '-q', '-m', 'm']):
+                subprocess.run(['git', '-C', str(tmp), *args], check=True)
+            ids.append(series.pristine_commit(tmp, 'HEAD', 'linux-source-6.12 1'))
+        self.assertEqual(ids[0], ids[1])
+
+
+class ReportTest(unittest.TestCase):
+    def test_no_check_is_not_a_pass(self) -> None:
+        self.assertFalse(series.Report('6.12').ok)
+
+    def test_one_red_check_is_red(self) -> None:
+        r = series.Report('6.12')
+        with mock.patch('sys.stdout'):
+            r.add('a', True)
+            r.add('b', False, 'broken')
+        self.assertFalse(r.ok)
+
+
+if __name__ == '__main__':
+    unittest.main()
