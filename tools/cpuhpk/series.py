@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -528,7 +529,7 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     # Both series on one tree, each variant.
     git(work, 'checkout', '-q', '-f', '-B', 'all', plan.series[0].name)
     for s in plan.series[1:]:
-        git(work, 'cherry-pick', '-q', f'{base}..{s.name}', env=identity(who))
+        git(work, 'cherry-pick', f'{base}..{s.name}', env=identity(who))
     for name, frag in VARIANTS.items():
         built, why = build(work, build_root / name, BASE_CONFIG + frag, log)
         cfg = build_root / name / '.config'
@@ -580,11 +581,14 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
             dest = out / f'pristine-{s.name}'
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir(parents=True)
-            cmd = [sys.executable, 'tools/testing/kunit/kunit.py', 'run',
-                   f'--kunitconfig={s.kunitconfig}', '--arch=x86_64', f'--qemu_args=-smp {smp}',
-                   f'--timeout={timeout}']
-            rc, killed = run.run_kunit(cmd, fresh, dest / 'kunit.log', BUILD_SECONDS + timeout)
+            # Exactly the cover letter's command; only our outer timer is added.
+            cmd = shlex.split(run_command(s, smp))
             console = fresh / '.kunit' / 'test.log'
+            # The kept build directory holds the last run's console: never judge that one.
+            console.unlink(missing_ok=True)
+            rc, killed = run.run_kunit(cmd, fresh, dest / 'kunit.log', BUILD_SECONDS + timeout)
+            if console.is_file():
+                shutil.copy(console, dest / 'kunit-test.log')
             what = f'kunit.py run {s.name}'
             if killed is not None or not console.is_file():
                 report.add(what, False, 'kunit.py ' + (
@@ -595,7 +599,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
             v = json.loads((dest / 'verdict.json').read_text())
             c = v['counts']
             report.add(what, verdict_rc == 0,
-                       f'$ {run_command(s, smp)} --timeout={timeout}: verdict {v["verdict"]}: '
+                       f'$ {run_command(s, smp)}: verdict {v["verdict"]}: '
                        f'{c["passed"]} passed, {c["failed"]} failed '
                        f'({len(v["known_failures"])} known), {c["skipped"]} skipped '
                        f'(kunit.py exit {rc}; pristine-{s.name}/)')
@@ -628,7 +632,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
-    out = args.out or REPO / 'out' / 'series' / args.kver
+    out = (args.out or REPO / 'out' / 'series' / args.kver).resolve()
 
     report = Report(args.kver)
 
