@@ -38,7 +38,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import tree  # noqa: E402
+from cpuhpk import tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT = 'cpuhp_kunit_compat.h'
@@ -596,13 +596,12 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 continue
             verdict_rc = run.main(['--judge', str(console), '--kver', kver, '--smp', str(smp),
                                    '--filter', s.filter, '--out', str(dest)])
-            v = json.loads((dest / 'verdict.json').read_text())
-            c = v['counts']
+            v, _ = verdict.read_json(dest / 'verdict.json')
+            passed, failed, skipped, known = v.closing_counts()
             report.add(what, verdict_rc == 0,
-                       f'$ {run_command(s, smp)}: verdict {v["verdict"]}: '
-                       f'{c["passed"]} passed, {c["failed"]} failed '
-                       f'({len(v["known_failures"])} known), {c["skipped"]} skipped '
-                       f'(kunit.py exit {rc}; pristine-{s.name}/)')
+                       f'$ {run_command(s, smp)}: verdict {"pass" if v.ok else "fail"}: '
+                       f'{passed} passed, {failed} failed, {skipped} skipped, {known} known '
+                       f'failures (kunit.py exit {rc}; pristine-{s.name}/)')
     finally:
         if (fresh / '.kunit').is_dir():
             shutil.rmtree(kept, ignore_errors=True)
