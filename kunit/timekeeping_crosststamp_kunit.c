@@ -72,21 +72,13 @@
 /* Ticks between the history and the counter value interpolated backward. */
 #define CROSSTSTAMP_BACKWARD_TICKS	10
 
-/*
- * What differs between the kernels the suite runs on, in one place. Since
- * 6.10 a counter value names its clocksource by ID (cs_id, CSID_GENERIC
- * for none) and may be a value of the clocksource's base clock (struct
- * clocksource_base, use_nsecs). Before, it names it by pointer (cs, NULL
- * for none) and there is no base clock. The cases name clocksources by ID.
- * Before 6.10 those IDs are the suite's own handles: 6.1 knows only
- * CSID_GENERIC and CSID_ARM_ARCH_COUNTER and resets any other ID with a
- * WARN, so its clocksources register as CSID_GENERIC, crosststamp_tag()
- * turns a handle into the clocksource's pointer (any other into NULL),
- * and the current clocksource's handle is that of the suite's registered
- * clocksource with the highest rating (they rate above every real one),
- * CSID_GENERIC when none is registered.
- */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+/*
+ * How a counter value names its clocksource: by ID (cs_id, CSID_GENERIC
+ * for none); it may be a value of the clocksource's base clock (struct
+ * clocksource_base, use_nsecs). The cases name clocksources by ID through
+ * these helpers.
+ */
 #define CROSSTSTAMP_BASE_CLOCK		true
 #define CROSSTSTAMP_NR_IDS		CSID_MAX
 
@@ -126,6 +118,18 @@ static void crosststamp_set_base(struct clocksource *cs, struct clocksource_base
 	cs->base = base;
 }
 #else
+/*
+ * Before 6.10 (the one place where the kernels the suite runs on differ) a
+ * counter value names its clocksource by pointer (cs, NULL for none) and
+ * there is no base clock. The cases still name clocksources by ID: here
+ * those IDs are the suite's own handles. 6.1 knows only CSID_GENERIC and
+ * CSID_ARM_ARCH_COUNTER and resets any other ID with a WARN, so its
+ * clocksources register as CSID_GENERIC, crosststamp_tag() turns a handle
+ * into the clocksource's pointer (any other into NULL), and the current
+ * clocksource's handle is that of the suite's registered clocksource with
+ * the highest rating (they rate above every real one), CSID_GENERIC when
+ * none is registered.
+ */
 #define CROSSTSTAMP_BASE_CLOCK		false
 #define CROSSTSTAMP_NR_IDS		8
 
