@@ -402,12 +402,15 @@ def kinds(found: Sequence[str]) -> Dict[str, int]:
 def scratch(t: tree.Tree) -> Path:
     """A clone of the cached tree to build the series in (outside the repository)."""
     work = tree.cache_root() / f'series-{t.version}'
-    if not (work / '.git').is_dir():
-        shutil.rmtree(work, ignore_errors=True)
-        subprocess.run(['git', 'clone', '-q', '--shared', '--no-checkout', str(t.path),
-                        str(work)], check=True)
-    else:
-        git(work, 'fetch', '-q', str(t.path), 'baseline:refs/tags/baseline', '--force')
+    if (work / '.git').is_dir():
+        try:
+            git(work, 'fetch', '-q', '--force', str(t.path), 'baseline:refs/tags/baseline')
+            git(work, 'cat-file', '-e', 'baseline^{tree}')
+            return work
+        except SeriesError:
+            pass    # the cached tree was extracted anew: its objects are others
+    shutil.rmtree(work, ignore_errors=True)
+    git(t.path, 'clone', '-q', '--shared', '--no-checkout', str(t.path), str(work))
     return work
 
 
