@@ -476,6 +476,31 @@ def kconfig_value(config: Path, option: str) -> str:
     return 'n'
 
 
+def suite_options(build_dir: Path) -> str:
+    """How the suites came out in @build_dir's .config, e.g. 'CPUHP_KUNIT_TEST=y ...'."""
+    cfg = build_dir / '.config'
+    if not cfg.is_file():
+        return 'no .config'
+    return ' '.join(f'{o.removeprefix("CONFIG_")}={kconfig_value(cfg, o)}'
+                    for o in SUITE_OPTIONS)
+
+
+def missing_modules(build_dir: Path) -> List[str]:
+    """The suites configured =m whose module this build did not make.
+
+    A suite's module is named after its option (style.rst: option
+    <SUITE>_KUNIT_TEST, module <suite>_kunit). Read from modules.order,
+    which every build writes anew: a .ko an earlier build left proves nothing.
+    """
+    cfg, order = build_dir / '.config', build_dir / 'modules.order'
+    made = {Path(ln).stem for ln in (order.read_text().split() if order.is_file() else [])
+            if (build_dir / ln).with_suffix('.ko').is_file()}
+    wanted = [o for o in SUITE_OPTIONS if cfg.is_file() and kconfig_value(cfg, o) == 'm']
+    return [o for o in wanted
+            if o.removeprefix('CONFIG_').removesuffix('_KUNIT_TEST').lower() + '_kunit'
+            not in made]
+
+
 def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tuple[bool, str]:
     """tinyconfig + @fragment, olddefconfig, make vmlinux and modules: (built, why not)."""
     make = ['make', '-s', '-C', str(work), f'O={build_dir}', 'ARCH=x86_64',
@@ -502,7 +527,9 @@ def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tu
 
 
 def series_check(kver: str, who: str, out: Path, report: Report) -> None:
-    """Build after every patch, then the variants of VARIANTS on both series."""
+    """Build after every patch of the branches make_series() left, then the
+    variants of VARIANTS on both series; a suite configured =m must come out
+    as its module each time."""
     src = tree.series_dir(REPO, kver)
     plan = read_plan(src)
     t = tree.prepare(kver, REPO)
@@ -512,33 +539,26 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     out.mkdir(parents=True, exist_ok=True)
     log.write_text('')
     build_root = tree.cache_root() / f'series-build-{t.version}'
+    def check(name: str, build_dir: Path, fragment: Sequence[str]) -> None:
+        built, why = build(work, build_dir, fragment, log)
+        missing = missing_modules(build_dir) if built else []
+        report.add(name, built and not missing,
+                   why or (f'no module for {", ".join(missing)}' if missing
+                           else f'builds ({suite_options(build_dir)})'))
+
     for s in plan.series:
-        commit_series(work, base, s, src, t.version, plan.drop_compat, who)
+        # make_series() made the branch: build each of its commits in turn.
         commits = git(work, 'rev-list', '--reverse', f'{base}..{s.name}').split()
         for i, c in enumerate(commits, 1):
             git(work, 'checkout', '-q', '-f', c)
-            built, why = build(work, build_root / 'base', BASE_CONFIG, log)
-            subject = git(work, 'log', '-1', '--format=%s', c)
-            cfg = build_root / 'base' / '.config'
-            opts = ' '.join(f'{o.removeprefix("CONFIG_")}={kconfig_value(cfg, o)}'
-                            for o in SUITE_OPTIONS) if cfg.is_file() else ''
-            report.add(f'build {s.name} {i}/{len(commits)} {subject}', built,
-                       f'builds ({opts})' if built else why)
-        # The tristate suite must come out as a module where it exists.
-        ko = list((build_root / 'base').glob('kernel/time/tests/*.ko'))
-        if s.name == 'timekeeping':
-            report.add(f'{s.name} as a module', bool(ko),
-                       ko[0].name if ko else 'no kernel/time/tests/*.ko built')
+            check(f'build {s.name} {i}/{len(commits)} '
+                  + git(work, 'log', '-1', '--format=%s', c), build_root / 'base', BASE_CONFIG)
     # Both series on one tree, each variant.
     git(work, 'checkout', '-q', '-f', '-B', 'all', plan.series[0].name)
     for s in plan.series[1:]:
         git(work, 'cherry-pick', f'{base}..{s.name}', env=identity(who))
     for name, frag in VARIANTS.items():
-        built, why = build(work, build_root / name, BASE_CONFIG + frag, log)
-        cfg = build_root / name / '.config'
-        opts = ' '.join(f'{o.removeprefix("CONFIG_")}={kconfig_value(cfg, o)}'
-                        for o in SUITE_OPTIONS) if cfg.is_file() else ''
-        report.add(f'build all series {name}', built, f'builds ({opts})' if built else why)
+        check(f'build all series {name}', build_root / name, BASE_CONFIG + frag)
     git(work, 'checkout', '-q', '-f', base)
 
 

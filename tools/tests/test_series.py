@@ -143,6 +143,31 @@ class PristineCommitTest(unittest.TestCase):
         self.assertEqual(ids[0], ids[1])
 
 
+class ModuleTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.d = Path(tempfile.mkdtemp())
+        self.addCleanup(shutil.rmtree, self.d)
+        (self.d / '.config').write_text('CONFIG_CPUHP_KUNIT_TEST=y\n'
+                                        'CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST=m\n')
+        (self.d / 'kernel/time/tests').mkdir(parents=True)
+        self.ko = self.d / 'kernel/time/tests/timekeeping_crosststamp_kunit.ko'
+
+    def test_the_module_this_build_made(self) -> None:
+        self.ko.write_text('')
+        (self.d / 'modules.order').write_text('kernel/time/tests/timekeeping_crosststamp_kunit.o\n')
+        self.assertEqual(series.missing_modules(self.d), [])
+
+    def test_a_ko_an_earlier_build_left_is_not_enough(self) -> None:
+        self.ko.write_text('')
+        (self.d / 'modules.order').write_text('')
+        self.assertEqual(series.missing_modules(self.d),
+                         ['CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST'])
+
+    def test_a_builtin_suite_needs_no_module(self) -> None:
+        (self.d / '.config').write_text('CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST=y\n')
+        self.assertEqual(series.missing_modules(self.d), [])
+
+
 class ReportTest(unittest.TestCase):
     def test_no_check_is_not_a_pass(self) -> None:
         self.assertFalse(series.Report('6.12').ok)
