@@ -8,6 +8,7 @@ TIMEOUT ?= 600
 PYTHON  ?= /usr/bin/python3
 MUTANTS ?= mutants
 CONSOLE ?=
+USERSPACE ?= 1
 FIXES   ?= 0
 STRICT  ?= 0
 SEED    ?= 0
@@ -65,6 +66,7 @@ help:
 	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
 	@echo '  MUTANTS=$(MUTANTS)  directory of -p1 mutant patches for make mutate'
 	@echo '  CONSOLE=$(CONSOLE)  console log for make judge'
+	@echo '  USERSPACE=$(USERSPACE)    make judge: 1 expects the user-space suite as make run does; 0: a console without it'
 	@echo '  FIXES=$(FIXES)       1: apply our kernel fixes (src/$$KVER/fixes/series) -> out/$$KVER[-$$CONFIG]-fixes/'
 	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures-$$KVER) are red; run what wedges a CPU'
 	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
@@ -88,7 +90,7 @@ tools-test:
 
 judge:
 	@test -n '$(CONSOLE)' || { echo 'usage: make judge CONSOLE=<console log> [FILTER=..] [SMP=..] [CONFIG=..]' >&2; exit 2; }
-	$(PYTHON) tools/cpuhpk/run.py --judge '$(CONSOLE)' $(RUN_ARGS)
+	$(PYTHON) tools/cpuhpk/run.py --judge '$(CONSOLE)' --userspace '$(USERSPACE)' $(RUN_ARGS)
 
 run-debug:
 	$(MAKE) run CONFIG=debug

@@ -1,15 +1,19 @@
-"""Log hygiene: a console log with a kernel warning, oops, lockdep report or RCU
-stall fails the run even when every KUnit case passed.
+"""Log hygiene: a console log with a kernel report fails the run even when
+every KUnit case passed; so does a debug kernel that switched lockdep off,
+and a console in which the kernel booted twice.
+
+What a report is, and its kind, is tools/cpuhpk/reports.py's table of the
+kernel's own report formats: one finding per report, not per line.
 
 A case that provokes a report on purpose declares it around the operation,
-by printing (see kunit/cpuhp_kunit_expect.h):
+by printing (kunit/cpuhp_recorder.c, cpuhp_rec_expect_report_begin()):
 
     cpuhp_kunit: expect report: <text>
     ... the operation ...
     cpuhp_kunit: expect end
 
-Inside such a window a report line that contains <text> is allowed; one
-that does not is still an error, and so is a window in which no report
+Inside such a window a report whose head lines contain <text> is allowed;
+one that does not is still an error, and so is a window in which no report
 containing <text> appeared (the declaration doubles as an assertion that
 the kernel still reports what it reported when the case was written).
 
@@ -25,23 +29,14 @@ import dataclasses
 import re
 import sys
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Sequence, Tuple
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import ktap  # noqa: E402
+from cpuhpk import ktap, reports  # noqa: E402
 
-# Lockdep reports start with 'WARNING:' in current kernels; their own titles
-# are listed too, for kernels and report kinds that print them alone. Not the
-# bare word 'lockdep': a debug kernel says 'RCU lockdep checking is enabled'.
-REPORT = re.compile(
-    r'WARNING:|BUG:|Oops|general protection fault|Kernel panic'
-    r'|possible (?:recursive|circular) locking|inconsistent lock state'
-    r'|possible irq lock inversion|bad unlock balance|held lock freed'
-    r'|lockdep is turned off|suspicious RCU usage'
-    r'|rcu: INFO: .*stall|self-detected stall|detected stalls? on CPU|RCU stall')
 EXPECT_BEGIN = re.compile(r'cpuhp_kunit: expect report: (.+?)\s*$')
 EXPECT_END = re.compile(r'cpuhp_kunit: expect end\b')
 GCOV_BEGIN = 'cpuhp-kunit: gcov begin'
@@ -57,44 +52,77 @@ class Finding:
     lineno: int
     line: str
     why: str
+    kind: str = ''      # the report's kind (reports.KINDS); '' for the others
 
     def __str__(self) -> str:
         return f'console.log:{self.lineno}: {self.why}: {self.line.strip()}'
 
 
+# Finding.why of the three things check() finds besides a window's errors.
+KERNEL_REPORT = 'kernel report'
+LOCKDEP_OFF = 'lockdep turned off'
+REBOOT = 'the kernel booted again'
+
+
 def check(lines: Iterable[str]) -> List[Finding]:
-    findings: List[Finding] = []
-    expect: Optional[str] = None
-    expect_line = 0
-    seen = False
+    """Kernel reports, lockdep switched off and second boots in a console.
+
+    Every report (reports.scan(): one per report, however many head lines
+    it has) is a finding unless a declared window allows it: inside a window
+    a report whose head lines contain the window's text is allowed.
+    """
+    messages = [reports.strip_prefix(line) for line in lines]
+    skip = set()
     gcov = False
-    for n, line in enumerate(lines, 1):
-        if GCOV_BEGIN in line:
+    windows: List[Tuple[int, int, str]] = []    # (begin, end or 0, text)
+    findings: List[Finding] = []
+    booted = False
+    documents = 0
+    lockdep_off = False
+    for n, msg in enumerate(messages, 1):
+        if GCOV_BEGIN in msg:
             gcov = True
-        elif GCOV_END in line:
+        elif GCOV_END in msg:
             gcov = False
-        elif gcov and BASE64_LINE.match(line.strip()):
+        elif gcov and BASE64_LINE.match(msg.strip()):
+            skip.add(n)
             continue
-        m = EXPECT_BEGIN.search(line)
+        m = EXPECT_BEGIN.search(msg)
         if m:
-            expect, expect_line, seen = m.group(1), n, False
+            if windows and not windows[-1][1]:
+                windows[-1] = (windows[-1][0], n, windows[-1][2])
+            windows.append((n, 0, m.group(1)))
+        elif EXPECT_END.search(msg) and windows and not windows[-1][1]:
+            windows[-1] = (windows[-1][0], n, windows[-1][2])
+        if reports.BOOT_BANNER.match(msg):
+            if booted:
+                findings.append(Finding(n, msg, REBOOT))
+            booted, documents = True, 0
+        elif ktap.KTAP_TOP.match(msg):
+            # A second top-level KTAP document of one boot: booted again
+            # without a banner on this console (or a test module loaded).
+            documents += 1
+            if documents == 2:
+                findings.append(Finding(n, msg, REBOOT))
+        if not lockdep_off and reports.LOCKDEP_OFF.match(msg):
+            lockdep_off = True
+            findings.append(Finding(n, msg, LOCKDEP_OFF))
+    seen = [False] * len(windows)
+    for r in reports.scan(messages, skip):
+        w = next((i for i, (b, e, _) in enumerate(windows) if b < r.lineno and
+                  (not e or r.lineno < e)), None)
+        if w is not None and any(windows[w][2] in h for _, h in r.heads):
+            seen[w] = True
             continue
-        if EXPECT_END.search(line):
-            if expect is not None and not seen:
-                findings.append(Finding(expect_line, f'expect report: {expect}',
-                                        'a declared report did not appear'))
-            expect = None
-            continue
-        if not REPORT.search(line):
-            continue
-        if expect is not None and expect in line:
-            seen = True
-            continue
-        findings.append(Finding(n, line, 'kernel report'))
-    if expect is not None:
-        findings.append(Finding(expect_line, f'expect report: {expect}',
-                                'a declared report window never ended'))
-    return findings
+        findings.append(Finding(r.lineno, r.line, KERNEL_REPORT, r.kind.name))
+    for (begin, end, text), ok in zip(windows, seen):
+        if not end:
+            findings.append(Finding(begin, f'expect report: {text}',
+                                    'a declared report window never ended'))
+        elif not ok:
+            findings.append(Finding(begin, f'expect report: {text}',
+                                    'a declared report did not appear'))
+    return sorted(findings, key=lambda f: f.lineno)
 
 
 def context(lines: Sequence[str], lineno: int) -> str:

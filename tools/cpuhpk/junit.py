@@ -58,7 +58,7 @@ def _testcase(suite_el: ET.Element, classname: str, name: str, problems: List[Pr
         tag = 'error' if errors else 'failure'
         first = (errors or problems)[0]
         _el(tc, tag, _problem_text(problems), message=first.message,
-            type=first.category)
+            type=f'{first.category}:{first.kind}' if first.kind else first.category)
     elif test is not None and test.status is ktap.Status.SKIP:
         _el(tc, 'skipped', message=test.reason)
     if diagnostics:

@@ -9,7 +9,10 @@ pinned on the case during which it was printed (verdict.py).
 The console is untrusted input from the guest: read_console() reads at most
 MAX_CONSOLE bytes, cuts lines at MAX_LINE characters and decodes anything,
 so garbage gives a failing verdict in bounded time and memory, never a
-traceback.
+traceback. The console's prefixes before each kernel message (timestamps,
+caller ids, dmesg -T, journalctl and syslog: reports.strip_prefix()) are
+removed as it is read, so a console captured on a real machine parses as
+one from QEMU does.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import enum
 import re
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
+
+from cpuhpk import reports
 
 KTAP_START = re.compile(r'\s*K?TAP version \d+$')
 # Where kunit.py stops reading (tools/testing/kunit/kunit_parser.py, KTAP_END).
@@ -70,7 +75,7 @@ def read_console(path: Path, max_bytes: int = MAX_CONSOLE,
             if len(text) > max_line:
                 text, cut = text[:max_line], True
             out.long_lines += cut
-            out.lines.append(text)
+            out.lines.append(reports.strip_prefix(text))
         else:
             out.truncated = bool(f.read(1))
     return out
@@ -94,10 +99,23 @@ def extract_at(console: Iterable[str]) -> Tuple[int, List[str]]:
                 start = n
                 out.append(line[prefix:])
             continue
-        if KTAP_END.search(line):
+        if KTAP_END.search(line) or rebooted(line[prefix:]):
             break
         out.append(line[prefix:])
     return start, out
+
+
+def rebooted(line: str) -> bool:
+    """@line (inside a KTAP document) starts another boot or another document.
+
+    A second boot banner, or a second top-level 'KTAP version' header: the
+    results of the first document end there, and whatever it left without
+    a result line is crashed (the reboot itself is hygiene.REBOOT).
+    """
+    return bool(reports.BOOT_BANNER.match(line) or KTAP_TOP.match(line))
+
+
+KTAP_TOP = re.compile(r'K?TAP version \d+$')
 
 
 def extract(console: Iterable[str]) -> List[str]:
@@ -263,6 +281,10 @@ def _flush_in_flight(frame: _Frame, at: int, at_end: bool, by_diagnostics: bool 
     """
     block = frame.block
     due = at_end if block.plan is None else len(block.subtests) < block.plan
+    # A block that started (a '# Subtest:' line) has a result line to come,
+    # whether or not its parent's plan counted it: the user-space suite runs
+    # after the KUnit suites' plan was complete.
+    due = due or (at_end and frame.closed is not None and bool(frame.closed.name))
     if due and (frame.closed is not None or frame.diagnostics):
         test = frame.closed or Test(name='', first=frame.since)
         if not test.name:

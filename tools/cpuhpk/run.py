@@ -355,6 +355,7 @@ def summary(v: verdict.Verdict) -> List[str]:
         lines.append(f'cpuhp-kunit: skipped ({tag}) {s.name}: {s.reason or "(no reason)"}'
                      + (f' [{s.why}]' if s.why else ''))
     lines += [f'cpuhp-kunit: known failure: [{p.category}] {p}' for p in v.known]
+    lines += [f'cpuhp-kunit: {p.name}: {p.message} [{p.detail}]' for p in v.not_seen]
     lines += [f'cpuhp-kunit: FAIL: [{p.category}] {p}' for p in v.problems]
     if v.known:
         lines.append(f'cpuhp-kunit: {v.closing_counts()[3]} known failure(s) '
@@ -397,9 +398,10 @@ def parser() -> argparse.ArgumentParser:
                     help='do not turn the gcov data into coverage.info and html/ (make mutate)')
     ap.add_argument('--judge', type=Path, metavar='CONSOLE',
                     help='judge this console log instead of building and booting')
-    ap.add_argument('--userspace', action='store_true',
-                    help='make judge: the console is from a run whose initramfs ran '
-                    'kunit/*_test.sh (every make run since the default kernel yields coverage)')
+    ap.add_argument('--userspace', type=int, choices=(0, 1), default=1,
+                    help='make judge: 1 (default, as make run): the console is from a run whose '
+                    'initramfs ran kunit/*_test.sh, so the user-space suite is expected where '
+                    'FILTER selects it; 0: a console that never had it')
     ap.add_argument('--fixes', type=int, choices=(0, 1), default=0,
                     help='1: apply src/KVER/fixes/series (our kernel fixes) on top of src/KVER/series')
     ap.add_argument('--seed', type=int, default=0,
@@ -415,10 +417,16 @@ def parser() -> argparse.ArgumentParser:
 def judge_file(args: argparse.Namespace) -> int:
     """make judge: the verdict of a console log captured elsewhere."""
     out = args.out or REPO / 'out' / 'judge'
+    userspace = bool(args.userspace and gcov.userspace_cases(args.filter))
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
-               'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge)}
+               'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge),
+               'userspace': str(int(userspace))}
+    tree.log('judging as make run would: the user-space suite ' + (
+        'expected (USERSPACE=0 for a console that never had it)' if userspace else
+        'not expected' + (' (USERSPACE=0)' if not args.userspace else
+                          f' (FILTER={args.filter} selects none of it)')))
     try:
-        exp = expectations(args.filter, context, bool(args.strict), args.userspace)
+        exp = expectations(args.filter, context, bool(args.strict), userspace)
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     shutil.rmtree(out, ignore_errors=True)

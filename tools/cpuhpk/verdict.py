@@ -10,8 +10,13 @@ file CI reads. A run is red when:
 - missing      a suite or case the run asked for (kunit/ sources, FILTER) did
                not run, or fewer results than KUnit's plan or count line says
 - unexpected-skip  a skip without a reason, or not in kunit/expected-skips
-- kernel-log   a kernel report on the console (hygiene.py): pinned on the
-               case during which it was printed, or on the run if outside any
+- kernel-log   a kernel report on the console (hygiene.py, its kind from
+               reports.py): pinned on the case during which it was printed,
+               or on the run if outside any
+- reboot       the console holds a second boot (banner or top-level KTAP
+               header): only the first boot's results count
+- lockdep-off  a debug kernel switched lockdep off: it checked less than the
+               run says
 - console      the console was too large to judge whole
 - timeout, build, prepare, kunit.py, interrupted, coverage, selftest:
                the run itself went wrong (run.py, coverage.py)
@@ -28,9 +33,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import hygiene, ktap
 
-CATEGORIES = ('failed', 'crashed', 'missing', 'unexpected-skip', 'kernel-log', 'console',
-              'timeout', 'build', 'prepare', 'kunit.py', 'interrupted', 'coverage',
-              'selftest')
+CATEGORIES = ('failed', 'crashed', 'missing', 'unexpected-skip', 'kernel-log', 'reboot',
+              'lockdep-off', 'console', 'timeout', 'build', 'prepare', 'kunit.py', 'interrupted',
+              'coverage', 'selftest')
 
 
 @dataclasses.dataclass
@@ -39,6 +44,7 @@ class Problem:
     name: str           # suite.case[.param] it belongs to, '' for the run as a whole
     message: str        # one line
     detail: str = ''    # quoted output (diagnostics, kernel report, compiler error)
+    kind: str = ''      # kernel-log: the report's kind (reports.KINDS)
 
     def __str__(self) -> str:
         return f'{self.name}: {self.message}' if self.name else self.message
@@ -65,14 +71,19 @@ class Verdict:
     known: List[Problem] = dataclasses.field(default_factory=list)
     # suite.case[.param] -> its KTAP status (pass, fail, skip, crashed, ...).
     statuses: Dict[str, str] = dataclasses.field(default_factory=dict)
+    # Known failures that applied to cases that ran and named nothing there.
+    not_seen: List[Problem] = dataclasses.field(default_factory=list)
+    # suite.case[.param] of a failed case -> its failures (failure_blocks()).
+    failures: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
-    def add(self, category: str, name: str, message: str, detail: str = '') -> None:
+    def add(self, category: str, name: str, message: str, detail: str = '',
+            kind: str = '') -> None:
         assert category in CATEGORIES, category
-        self.problems.append(Problem(category, name, message, detail))
+        self.problems.append(Problem(category, name, message, detail, kind))
 
     def counts(self) -> Dict[str, int]:
         return {'passed': self.passed, 'failed': self.failed, 'skipped': self.skipped,
@@ -99,16 +110,20 @@ class Verdict:
                 'counts': self.counts(), 'problems_by_category': by_category,
                 'problems': [dataclasses.asdict(p) for p in self.problems],
                 'known_failures': [dataclasses.asdict(p) for p in self.known],
+                'known_not_seen': [dataclasses.asdict(p) for p in self.not_seen],
                 'skips': [dataclasses.asdict(s) for s in self.skips],
                 'statuses': self.statuses}
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> 'Verdict':
         counts = data.get('counts', {})
-        return cls(**{k: int(counts.get(k, 0)) for k in
-                      ('passed', 'failed', 'skipped', 'crashed', 'missing')},
+        n = {k: int(counts.get(k, 0)) for k in ('passed', 'failed', 'skipped', 'crashed',
+                                                 'missing')}
+        return cls(passed=n['passed'], failed=n['failed'], skipped=n['skipped'],
+                   crashed=n['crashed'], missing=n['missing'],
                    problems=[Problem(**p) for p in data.get('problems', [])],
                    known=[Problem(**p) for p in data.get('known_failures', [])],
+                   not_seen=[Problem(**p) for p in data.get('known_not_seen', [])],
                    skips=[Skip(**s) for s in data.get('skips', [])],
                    statuses=dict(data.get('statuses', {})))
 
@@ -225,23 +240,53 @@ def read_expected_skips(path: Path) -> List[ExpectedSkip]:
 
 @dataclasses.dataclass
 class KnownFailure:
+    """One entry of kunit/known-failures-<KVER>: what fails, where, and why.
+
+    An entry names the failure it expects, not only the case: either a
+    failed expectation (failed: a glob over the text of one of the case's
+    failures, its 'EXPECTATION FAILED at file:line' line and message) or a
+    kernel report (report: a glob over a line of the report's head). A case
+    is a known failure only when every failure and every report in it is
+    named by an entry that applies; anything else in it is red.
+    """
     case: str                   # glob over suite.case[.param]
     when: Dict[str, str]
     why: str                    # the finding, as README "Findings" tells it
-    # Glob over a line of the report's head (report= in the when column): the
-    # entry then covers only kernel reports whose head has such a line, so a
-    # race that may hit any of many cases is known by what the kernel said,
-    # not by where it happened to land.
+    failed: str = ''            # glob over one failure's text (failure_blocks())
+    # Glob over a line of the report's head: a race that may hit any of many
+    # cases is known by what the kernel said, not by where it landed.
     report: str = ''
+    race: bool = False          # may or may not happen in a run: no 'did not occur'
+    where: str = ''             # file:line of the entry, for messages
+
+    @property
+    def what(self) -> str:
+        return f'failed: {self.failed}' if self.failed else f'report: {self.report}'
+
+
+WHAT = re.compile(r'^(failed|report):\s*(\S.*)$')
 
 
 def read_known_failures(path: Path) -> List[KnownFailure]:
-    """kunit/known-failures-<KVER>: '<case glob> | <when> | <why>' per line."""
+    """kunit/known-failures-<KVER>: '<case glob> | <when> | <what> | <why>' per line.
+
+    <what> is 'failed: <glob>' or 'report: <glob>'; <when> may say 'race'
+    (with report:) for a failure that a run may or may not hit.
+    """
     known = []
-    for case, text, why, where in _read_table(path, ('case glob', 'when', 'why')):
-        when = _when(text, where, WHEN_KEYS + ('report',))
-        report = when.pop('report', '')
-        known.append(KnownFailure(case, when, why, report))
+    for case, text, what, why, where in _read_table(path, ('case glob', 'when', 'what', 'why')):
+        race = 'race' in text.split()
+        when = _when(' '.join(w for w in text.split() if w != 'race'), where)
+        m = WHAT.match(what)
+        if not m:
+            raise ValueError(f'{where}: <what> is "failed: <glob of the failed expectation>" '
+                             'or "report: <glob of a line of the kernel report\'s head>"')
+        if race and m.group(1) != 'report':
+            raise ValueError(f'{where}: "race" is for report: entries (a failed expectation '
+                             'either happens or is not known)')
+        kind, glob = m.group(1), m.group(2).strip()
+        known.append(KnownFailure(case, when, why, glob if kind == 'failed' else '',
+                                  glob if kind == 'report' else '', race, where))
     return known
 
 
@@ -255,13 +300,48 @@ def report_head(detail: str) -> List[str]:
     return head
 
 
-def _covers(k: KnownFailure, p: Problem, context: Dict[str, str]) -> bool:
-    if not _applies(k.case, k.when, p.name, context):
-        return False
-    if not k.report:
-        return True
-    return p.category == 'kernel-log' and any(
-        fnmatch.fnmatchcase(line, f'*{k.report}*') for line in report_head(p.detail))
+FAILED_AT = re.compile(r'^# \S+: (?:EXPECTATION|ASSERTION) FAILED at ')
+
+
+def failure_blocks(diagnostics: Sequence[str]) -> List[str]:
+    """The failures a failed case printed, each as one text.
+
+    KUnit's: an 'EXPECTATION FAILED at file:line' (or ASSERTION) line with
+    the lines that follow it up to the next '# ' line. A case without such
+    lines (the user-space suite): each '# ' line with the lines after it.
+    """
+    lines = [d.strip() for d in diagnostics]
+    kunit = any(FAILED_AT.match(d) for d in lines)
+    starts = FAILED_AT if kunit else re.compile(r'^# ')
+    blocks: List[List[str]] = []
+    inside = False
+    for d in lines:
+        if starts.match(d):
+            blocks.append([d])
+            inside = True
+        elif d.startswith('# '):
+            inside = False
+        elif inside:
+            blocks[-1].append(d)
+    return ['\n'.join(b) for b in blocks]
+
+
+def glob_search(glob: str, text: str) -> bool:
+    """@text contains a match of @glob: '*' any characters (newlines too),
+    '?' one; every other character stands for itself ('calls[i]' is not a
+    character class, as it would be for fnmatch).
+    """
+    regex = ''.join('.*' if c == '*' else '.' if c == '?' else re.escape(c) for c in glob)
+    return re.search(regex, text, re.S) is not None
+
+
+def _names(k: KnownFailure, text: str) -> bool:
+    return bool(k.failed) and glob_search(k.failed, text)
+
+
+def _names_report(k: KnownFailure, p: Problem) -> bool:
+    return bool(k.report) and p.category == 'kernel-log' and any(
+        glob_search(k.report, line) for line in report_head(p.detail))
 
 
 def expected_skip(table: Sequence[ExpectedSkip], name: str, reason: str,
@@ -298,6 +378,10 @@ def judge_ktap(root: ktap.Test, exp: Expectations) -> Verdict:
         elif t.status is ktap.Status.FAIL:
             v.failed += 1
             first = next((d for d in t.diagnostics if 'FAILED' in d), 'not ok')
+            v.failures[name] = failure_blocks(t.diagnostics)
+            if t.cut:
+                # Failures past the cap cannot be named: never a known failure.
+                v.failures[name].append(f'({t.cut} diagnostic lines not kept)')
             v.add('failed', name, f'failed: {first.strip()}', _quote(t))
         elif t.status is ktap.Status.CRASHED:
             v.crashed += 1
@@ -393,10 +477,22 @@ def judge_console(console: ktap.Console, exp: Expectations) -> Tuple[int, ktap.T
     root = ktap.parse(lines)
     v = judge_ktap(root, exp)
     for f in hygiene.check(console.lines):
+        if f.why == hygiene.REBOOT:
+            v.add('reboot', '', f'console line {f.lineno}: the kernel booted again '
+                  '(a panic, a watchdog reset, a guest without -no-reboot): the results of '
+                  'the first boot are judged, whatever it left without a result line is '
+                  'crashed, and the second boot is not counted', f.line)
+            continue
+        if f.why == hygiene.LOCKDEP_OFF:
+            v.add('lockdep-off', '', f'console line {f.lineno}: lockdep switched itself off: '
+                  f'the kernel checked locking only up to there: {f.line.strip()}',
+                  hygiene.context(console.lines, f.lineno))
+            continue
         name = attribute(root, start, f)
         place = '' if name else f' ({where(root, start, f.lineno)})'
-        v.add('kernel-log', name, f'{f.why}{place}: {f.line.strip()}',
-              hygiene.context(console.lines, f.lineno))
+        what = f'{f.why} ({f.kind})' if f.kind else f.why
+        v.add('kernel-log', name, f'{what}{place}: {f.line.strip()}',
+              hygiene.context(console.lines, f.lineno), f.kind)
     if console.truncated:
         v.add('console', '', f'the console log is larger than {ktap.MAX_CONSOLE >> 20} MiB: '
               'only its beginning was judged')
@@ -404,22 +500,67 @@ def judge_console(console: ktap.Console, exp: Expectations) -> Tuple[int, ktap.T
     return start, root, v
 
 
-KNOWN_CATEGORIES = ('failed', 'crashed', 'kernel-log')
-
-
 def apply_known(v: Verdict, exp: Expectations) -> None:
-    """Move the problems of known failures out of the way, unless strict.
+    """Move what known failures name out of the way, unless strict.
 
     A known failure is a finding about the kernel (README "Findings"): the
     case stays and keeps failing, listed with why; STRICT=1 makes it red.
+    Only what an entry names is known: a failure or a kernel report in the
+    same case that no entry names stays red (the known ones still listed),
+    and so does a crash or a timeout. An entry (not a race) that applied to
+    a case that ran, and named nothing there, is listed as 'did not occur'.
     """
+    used: List[KnownFailure] = []
     for p in list(v.problems):
-        if p.category not in KNOWN_CATEGORIES or not p.name:
+        if not p.name or p.category not in ('failed', 'kernel-log'):
             continue
-        k = next((k for k in exp.known if _covers(k, p, exp.context)), None)
-        if k is None:
+        entries = [k for k in exp.known if _applies(k.case, k.when, p.name, exp.context)]
+        if not entries:
             continue
-        p.message += f' [known failure: {k.why}]'
-        if not exp.strict:
-            v.problems.remove(p)
-            v.known.append(p)
+        if p.category == 'kernel-log':
+            k = next((k for k in entries if _names_report(k, p)), None)
+            if k is None:
+                p.message += (' [not named by the known failures of this case: '
+                              + '; '.join(f'{e.where} {e.what}' for e in entries) + ']')
+                continue
+            used.append(k)
+            _known(v, exp, p, k)
+            continue
+        blocks = v.failures.get(p.name)
+        if not blocks:
+            continue        # not a case's own failure (counts), or nothing printed
+        named = [(b, next((k for k in entries if _names(k, b)), None)) for b in blocks]
+        used += [k for _, k in named if k is not None]
+        unnamed = [b for b, k in named if k is None]
+        if not unnamed:
+            _known(v, exp, p, next(k for _, k in named if k is not None))
+            continue
+        if len(unnamed) < len(blocks):
+            known_part = Problem('failed', p.name, 'failed: ' + next(
+                b for b, k in named if k is not None).splitlines()[0],
+                '\n\n'.join(b for b, k in named if k is not None))
+            _known(v, exp, known_part, next(k for _, k in named if k is not None), listed=False)
+        p.message = (f'failed: {unnamed[0].splitlines()[0]} [{len(unnamed)} of {len(blocks)} '
+                     'failures named by no known failure of this case]')
+        p.detail = '\n\n'.join(unnamed)
+    for k in exp.known:
+        if k.race or k in used or not all(
+                fnmatch.fnmatchcase(exp.context.get(c, ''), g) for c, g in k.when.items()):
+            continue
+        ran = [n for n, st in v.statuses.items() if fnmatch.fnmatchcase(n, k.case)]
+        if ran:
+            v.not_seen.append(Problem('known-not-seen', k.case, f'known failure did not occur '
+                                      f'({k.where}: {k.what}): fixed, or the test changed',
+                                      k.why))
+
+
+def _known(v: Verdict, exp: Expectations, p: Problem, k: KnownFailure,
+           listed: bool = True) -> None:
+    p.message += f' [known failure: {k.why}]'
+    if exp.strict:
+        if not listed:
+            v.problems.append(p)
+        return
+    if listed:
+        v.problems.remove(p)
+    v.known.append(p)

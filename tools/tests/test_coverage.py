@@ -154,7 +154,9 @@ class GcovHygieneTest(unittest.TestCase):
         # A real report inside the window is still one, and base64 outside it too.
         lines.insert(2, 'Oops: 0000 [#1] PREEMPT SMP')
         self.assertEqual([f.lineno for f in hygiene.check(lines)], [3])
-        self.assertEqual(len(hygiene.check(['H4sIAAAAAAAAA+3OOopsQ0kBQ=='])), 1)
+        # Outside it a line is read, but 'Oops' inside a word is no report.
+        self.assertEqual(hygiene.check(['H4sIAAAAAAAAA+3OOopsQ0kBQ==']), [])
+        self.assertEqual(len(hygiene.check(['Oops: 0000 [#1] PREEMPT SMP'])), 1)
 
 
 class InfoTest(unittest.TestCase):

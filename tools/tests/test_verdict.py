@@ -242,7 +242,8 @@ class KnownFailureTest(unittest.TestCase):
 
     def exp(self, strict: bool = False, fixes: str = '0') -> verdict.Expectations:
         return verdict.Expectations(
-            known=[verdict.KnownFailure('s.a', {'kver': '6.12', 'fixes': '0'}, 'a finding')],
+            known=[verdict.KnownFailure('s.a', {'kver': '6.12', 'fixes': '0'}, 'a finding',
+                                        failed='FAILED at x.c:1')],
             strict=strict, context={'kver': '6.12', 'fixes': fixes})
 
     def test_known_failure_is_listed_not_red(self) -> None:

@@ -1,0 +1,207 @@
+"""The verdict of a whole make run console of today's kunit/, one change each.
+
+data/run_default_6.12_console.log is out/6.12/console.log of `make run`
+(6.12.118, CONFIG=default, SMP=4, unedited): every suite, the user-space
+suite and the gcov dump. Each test below changes one thing in it, as a
+console captured elsewhere would have it (a report, a reboot, a console cut
+short), and judges it as `make judge` does: what make run expects, the
+user-space suite included, with the real tables of kunit/.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import unittest
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from cpuhpk import junit, ktap, run, verdict
+
+DATA = Path(__file__).parent / 'data'
+CONSOLE = DATA / 'run_default_6.12_console.log'
+CONTEXT = {'kver': '6.12', 'config': 'default', 'smp': '4', 'fixes': '0'}
+
+
+def lines() -> List[str]:
+    return CONSOLE.read_text().splitlines()
+
+
+def judge(console: List[str], userspace: bool = True,
+          context: Optional[Dict[str, str]] = None) -> verdict.Verdict:
+    exp = run.expectations('', dict(context or CONTEXT), userspace=userspace)
+    return verdict.judge_console(ktap.Console(lines=console), exp)[2]
+
+
+def at(console: List[str], text: str) -> int:
+    """Index of the first line of @console that contains @text."""
+    return next(i for i, ln in enumerate(console) if text in ln)
+
+
+def problems(v: verdict.Verdict) -> List[Tuple[str, str, str]]:
+    return [(p.category, p.name, p.kind) for p in v.problems]
+
+
+UBSAN = ['================================================================================',
+         'UBSAN: shift-out-of-bounds in kernel/cpu.c:1234:20',
+         "shift exponent 64 is too large for 64-bit type 'long unsigned int'",
+         'CPU: 1 UID: 0 PID: 80 Comm: kunit_try_catch Tainted: G                 N 6.12.118 #1',
+         'Call Trace:', ' <TASK>', ' dump_stack_lvl+0x5d/0x80',
+         ' __ubsan_handle_shift_out_of_bounds+0x10a/0x1a0', ' </TASK>',
+         '---[ end trace ]---',
+         '================================================================================']
+HUNG = ['INFO: task cpuhp/3:30 blocked for more than 122 seconds.',
+        '      Not tainted 6.12.118 #1',
+        '"echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.',
+        'task:cpuhp/3         state:D stack:0     pid:30    tgid:30    ppid:2      flags:0x00004000',
+        'Call Trace:', ' <TASK>', ' __schedule+0x3c4/0xc10', ' </TASK>']
+LOCKUP = ['watchdog: Watchdog detected hard LOCKUP on cpu 2',
+          'Modules linked in:', 'CPU: 2 UID: 0 PID: 30 Comm: cpuhp/2 Not tainted 6.12.118 #1',
+          'RIP: 0010:cpuhp_invoke_callback+0x1e/0x40', '---[ end trace ]---']
+CASE = '    ok 3 cpuhp_rollback_down_fails'
+
+
+class IssueRowsTest(unittest.TestCase):
+    """The five consoles of issue 20's table, each PASS before."""
+
+    def test_the_recording_itself_is_green(self) -> None:
+        v = judge(lines())
+        self.assertTrue(v.ok, v.problems)
+        self.assertIn('cpuhp_sysfs.states_lists_the_table', v.statuses)
+
+    def insert(self, report: List[str]) -> verdict.Verdict:
+        console = lines()
+        i = at(console, CASE)
+        return judge(console[:i] + report + console[i:])
+
+    def test_ubsan_inside_a_case(self) -> None:
+        v = self.insert(UBSAN)
+        self.assertEqual(problems(v), [('kernel-log', 'cpuhp_rollback.cpuhp_rollback_down_fails',
+                                        'ubsan')])
+        self.assertEqual(v.to_json({})['problems'][0]['kind'], 'ubsan')
+
+    def test_ubsan_in_junit(self) -> None:
+        console = lines()
+        i = at(console, CASE)
+        console = console[:i] + UBSAN + console[i:]
+        exp = run.expectations('', dict(CONTEXT), userspace=True)
+        _, root, v = verdict.judge_console(ktap.Console(lines=console), exp)
+        tc = next(c for c in junit.junit(root, v).getroot().iter('testcase')
+                  if c.get('name') == 'cpuhp_rollback_down_fails')
+        failure = tc.find('failure')
+        assert failure is not None
+        self.assertEqual(failure.get('type'), 'kernel-log:ubsan')
+
+    def test_hung_task(self) -> None:
+        self.assertEqual([p[2] for p in problems(self.insert(HUNG))], ['hung-task'])
+
+    def test_hard_lockup(self) -> None:
+        self.assertEqual([p[2] for p in problems(self.insert(LOCKUP))], ['hard-lockup'])
+
+    def test_userspace_suite_without_its_result_line(self) -> None:
+        console = lines()
+        cut = console[:at(console, 'not ok 99 cpuhp_sysfs')]
+        for userspace in (True, False):
+            with self.subTest(userspace=userspace):
+                v = judge(cut, userspace=userspace)
+                self.assertIn(('crashed', 'cpuhp_sysfs', ''), problems(v))
+                # Its seven results are judged, not dropped.
+                self.assertIn('cpuhp_sysfs.boot_cpu_stays', v.statuses)
+
+    def test_guest_rebooted_mid_suite(self) -> None:
+        console = lines()
+        first = console[:at(console, CASE)]
+        v = judge(first + console)
+        cats = {p.category for p in v.problems}
+        self.assertIn('reboot', cats)
+        crashed = [p.name for p in v.problems if p.category == 'crashed']
+        self.assertIn('cpuhp_rollback', crashed)
+        # The second boot's passing run does not count.
+        self.assertLess(v.passed, judge(console).passed)
+
+    def test_second_ktap_document_without_banner(self) -> None:
+        console = lines()
+        start = at(console, 'KTAP version 1')
+        first = console[:at(console, CASE)]
+        v = judge(first + console[start:])
+        self.assertIn('reboot', {p.category for p in v.problems})
+
+    def test_make_judge_expects_the_userspace_suite(self) -> None:
+        # A console without it (a kernel-only run): red unless USERSPACE=0.
+        console = lines()
+        start = console.index('    # Subtest: cpuhp_sysfs')
+        end = at(console, 'not ok 99 cpuhp_sysfs')
+        without = console[:start - 1] + console[end + 1:]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / 'console.log'
+            path.write_text('\n'.join(without) + '\n')
+            out = Path(tmp) / 'out'
+            args = ['--judge', str(path), '--out', str(out), '--kver', '6.12']
+            self.assertEqual(run.main(args), 1)
+            data = json.loads((out / 'verdict.json').read_text())
+            self.assertEqual(data['context']['userspace'], '1')
+            self.assertIn(['missing', 'cpuhp_sysfs'],
+                          [[p['category'], p['name']] for p in data['problems']])
+            self.assertEqual(run.main(args + ['--userspace', '0']), 0)
+
+
+class KnownFailureScopeTest(unittest.TestCase):
+    """Issue 28: a known failure covers what it names, nothing else in its case."""
+
+    FROZEN = 'cpuhp_rollback.cpuhp_rollback_frozen_clear_after_thaw'
+
+    def test_the_named_failure_alone_is_green(self) -> None:
+        v = judge(lines())
+        self.assertIn(self.FROZEN, [p.name for p in v.known])
+        self.assertEqual(v.not_seen, [])
+
+    def test_a_second_failure_in_a_known_case_is_red(self) -> None:
+        console = lines()
+        i = at(console, 'not ok 11 cpuhp_rollback_frozen_clear_after_thaw')
+        extra = ['    # cpuhp_rollback_frozen_clear_after_thaw: EXPECTATION FAILED at '
+                 'kernel/tests/cpuhp_rollback_kunit.c:210',
+                 '    Expected cpuhp_kunit_enabled(), but', 'hotplug left disabled']
+        v = judge(console[:i] + extra + console[i:])
+        self.assertEqual([(p.category, p.name) for p in v.problems], [('failed', self.FROZEN)])
+        self.assertIn('cpuhp_rollback_kunit.c:210', v.problems[0].message)
+        self.assertIn('named by no known failure', v.problems[0].message)
+        # The known one is still listed.
+        self.assertIn(self.FROZEN, [p.name for p in v.known])
+
+    def test_a_changed_message_is_red(self) -> None:
+        console = [ln.replace('frozen == 0', 'frozen == 2') for ln in lines()]
+        v = judge(console)
+        self.assertIn(('failed', self.FROZEN, ''), problems(v))
+
+    def test_a_report_in_a_known_case_is_red(self) -> None:
+        console = lines()
+        i = at(console, 'not ok 11 cpuhp_rollback_frozen_clear_after_thaw')
+        warn = ['------------[ cut here ]------------', 'Unbalanced cpu hotplug enable',
+                'WARNING: CPU: 0 PID: 80 at kernel/cpu.c:386 __cpu_hotplug_enable+0x61/0x80',
+                'Call Trace:', '---[ end trace 0000000000000000 ]---']
+        v = judge(console[:i] + warn + console[i:])
+        self.assertEqual(problems(v), [('kernel-log', self.FROZEN, 'warning')])
+
+    def test_a_crash_in_a_known_case_is_red(self) -> None:
+        console = lines()
+        v = judge(console[:at(console, 'not ok 11 cpuhp_rollback_frozen_clear_after_thaw')])
+        self.assertIn(('crashed', self.FROZEN, ''), problems(v))
+        self.assertNotIn(self.FROZEN, [p.name for p in v.known])
+
+    def test_a_known_failure_that_did_not_occur_is_listed(self) -> None:
+        console = lines()
+        i = at(console, "# cpu3/online after target offline is '1', wanted '0'")
+        console = console[:i] + console[i + 1:]
+        console[i] = console[i].replace('not ok', 'ok')
+        v = judge(console)
+        self.assertTrue(v.ok, v.problems)
+        self.assertEqual([p.name for p in v.not_seen], ['cpuhp_sysfs.online_file_follows_target'])
+        self.assertIn('did not occur', ' '.join(run.summary(v)))
+
+    def test_races_are_not_listed_when_they_do_not_happen(self) -> None:
+        v = judge(lines())
+        self.assertNotIn('cpuhp_*', [p.name for p in v.not_seen])
+
+
+if __name__ == '__main__':
+    unittest.main()
