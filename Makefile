@@ -28,12 +28,14 @@ AUTHOR  ?=
 # The kernel series whose upstream-shaped series make test checks (series-test).
 SERIES_KVERS ?= 6.12
 PARTS   ?=
+RECORD  ?= 0
+BOOTS   ?=
 
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
 
-.PHONY: series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+.PHONY: reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
@@ -50,6 +52,7 @@ help:
 	@echo '  prepare      only install packages, extract the tree, apply src/$(KVER)/, copy kunit/'
 	@echo '  coverage     run on the default kernel + coverage gate + selftest anchor -> out/$(KVER)/'
 	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
+	@echo '  reports      provoke real kernel reports with LKDTM, judge them -> out/reports/ (RECORD=1: into tools/tests/data/reports/)'
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
 	@echo '  bench        warm times and the build ratio to kunit.py; PARTS="warm ratio options cold" (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/$(KVER)/'
@@ -73,6 +76,7 @@ help:
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
 	@echo '  KVERS=$(KVERS)  the kernel series make matrix and make test run'
 	@echo '  CONFIGS=$(CONFIGS)  the configs they run (empty: 6.12: $(CONFIGS_6.12); 6.1: $(CONFIGS_6.1))'
+	@echo '  RECORD=$(RECORD) BOOTS=$(BOOTS)  make reports: 1 records the consoles as test data; only these boots (tools/cpuhpk/provoke.py)'
 	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
 	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
 	@echo '  AUTHOR=$(AUTHOR)       make series: "Name <email>" of From: and Signed-off-by: (default: git config)'
@@ -150,6 +154,9 @@ series-pristine: series-config
 series-test: series-config
 	$(SERIES) --out 'out/$(KVER)-series' --no-results --check --pristine --smp '$(SMP)' \
 		--timeout '$(TIMEOUT)' --author-of-head
+
+reports:
+	$(PYTHON) tools/cpuhpk/provoke.py --kver '$(KVER)' --record '$(RECORD)' $(BOOTS)
 
 bench:
 	sh tools/bench.sh $(PARTS)
