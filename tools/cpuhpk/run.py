@@ -32,7 +32,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -237,10 +237,13 @@ def build_problem(kunit_log: str, rc: Optional[int]) -> Tuple[str, str, str, str
 
 def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional[int] = 0,
           killed_after: Optional[float] = None, timeout: int = 0,
-          kunit_log: Optional[str] = None) -> Tuple[ktap.Test, verdict.Verdict]:
+          kunit_log: Optional[str] = None,
+          kunit_json: Optional[Path] = None) -> Tuple[ktap.Test, verdict.Verdict]:
     """Judge a console; write results.ktap, junit.xml and verdict.json to @out.
 
-    @rc and @kunit_log are kunit.py's (None: judging a console from elsewhere).
+    @rc and @kunit_log are kunit.py's (None: judging a console from elsewhere);
+    @kunit_json its --json of this console, written by this run, which must
+    agree with our parse.
     """
     root = ktap.Test(name='', status=ktap.Status.PASS)
     v = verdict.Verdict()
@@ -272,6 +275,12 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
         else:
             v.add('kunit.py', '', f'kunit.py exited {rc} although every case passed: '
                   'see kunit.log')
+    if kunit_json is not None and killed_after is None:
+        differ = kunit_py_disagreements(kunit_json, v)
+        if differ:
+            v.add('kunit.py', '', f'kunit.py\'s own parser reads {len(differ)} result(s) of this '
+                  f'console differently from ours (a CI that reads kunit.py\'s summary would '
+                  f'see another run): {differ[0]}', '\n'.join(differ[:40]))
     write_outputs(out, root, v, exp.context)
     if console_path.is_file() and console_path.stat().st_size:
         c = exp.context
@@ -280,6 +289,48 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
                      f"CONFIG={c.get('config', '?')}, SMP={c.get('smp', '?')}"
                      + (', FIXES=1' if c.get('fixes') == '1' else ''))
     return root, v
+
+
+# kunit.py's status names (kunit_json.py) for ours.
+KUNIT_PY_STATUS = {'pass': 'PASS', 'fail': 'FAIL', 'skip': 'SKIP', 'crashed': 'ERROR',
+                   'no results': 'FAIL'}
+
+
+def kunit_py_results(path: Path) -> Dict[str, str]:
+    """suite.case[.param] -> status, from kunit.py's --json (KernelCI format)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    out: Dict[str, str] = {}
+
+    def walk(group: Dict[str, Any], prefix: str) -> None:
+        for case in group.get('test_cases') or []:
+            if isinstance(case, dict):
+                out[prefix + str(case.get('name', ''))] = str(case.get('status', ''))
+        for sub in group.get('sub_groups') or []:
+            if isinstance(sub, dict):
+                walk(sub, prefix + str(sub.get('name', '')) + '.')
+    if isinstance(data, dict):
+        walk(data, '')
+    return out
+
+
+def kunit_py_disagreements(path: Path, v: verdict.Verdict) -> List[str]:
+    """Where kunit.py's parse of the console (results.json) and ours differ.
+
+    The user-space suite comes after the KUnit document's plan is complete:
+    kunit.py does not read it, and it is left out here. Read before
+    amend_kunit_json() writes our verdict into the same file.
+    """
+    theirs = kunit_py_results(path)
+    if not theirs:
+        return []
+    ours = {n: s for n, s in v.statuses.items() if n.split('.')[0] != gcov.SYSFS_SUITE}
+    out = [f'{n}: kunit.py {theirs.get(n, "(absent)")}, ours {KUNIT_PY_STATUS.get(s, s)}'
+           for n, s in ours.items() if theirs.get(n) != KUNIT_PY_STATUS.get(s, s)]
+    out += [f'{n}: kunit.py {st}, ours (absent)' for n, st in theirs.items() if n not in ours]
+    return out
 
 
 def write_outputs(out: Path, root: ktap.Test, v: verdict.Verdict,
@@ -517,7 +568,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
     if test_log.is_file():
         shutil.copyfile(test_log, out / 'console.log')
     _, v = judge(out, out / 'console.log', exp, rc, killed_after, args.timeout,
-                 (out / 'kunit.log').read_text(errors='replace'))
+                 (out / 'kunit.log').read_text(errors='replace'), out / 'results.json')
     if args.coverage_report:
         v = coverage_report(out, build_dir, t.path, args.kver, v)
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}')

@@ -11,6 +11,7 @@ user-space suite included, with the real tables of kunit/.
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 import unittest
 from pathlib import Path
@@ -29,8 +30,12 @@ def lines() -> List[str]:
 
 def judge(console: List[str], userspace: bool = True,
           context: Optional[Dict[str, str]] = None) -> verdict.Verdict:
+    """The verdict of @console, read from a file as make judge reads it."""
     exp = run.expectations('', dict(context or CONTEXT), userspace=userspace)
-    return verdict.judge_console(ktap.Console(lines=console), exp)[2]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / 'console.log'
+        path.write_text('\n'.join(console) + '\n')
+        return verdict.judge_console(ktap.read_console(path), exp)[2]
 
 
 def at(console: List[str], text: str) -> int:
@@ -145,6 +150,41 @@ class IssueRowsTest(unittest.TestCase):
             self.assertEqual(run.main(args + ['--userspace', '0']), 0)
 
 
+class RealMachineConsoleTest(unittest.TestCase):
+    """The same console as a real machine's log would show it: same verdict."""
+
+    # Each as a format of the line number n.
+    PREFIXES = (
+        '[{t:12.6f}] ',                                 # printk time
+        '[{t:12.6f}][{caller:>6}] ',                    # + caller id
+        '[Fri Dec  4 16:28:11 2026] ',                  # dmesg -T
+        'Dec 04 16:28:11 host kernel: ',                # journalctl -k
+        'Dec  4 16:28:11 host kernel: [{t:12.6f}] ',    # syslog
+        '<6>[{t:12.6f}] ',                              # /dev/kmsg level
+    )
+
+    @staticmethod
+    def prefix(fmt: str, n: int) -> str:
+        return fmt.format(t=n / 1000, caller=f'T{n % 97 + 1}')
+
+    def test_prefixed_consoles_judge_the_same(self) -> None:
+        plain = judge(lines())
+        for fmt in self.PREFIXES:
+            with self.subTest(prefix=self.prefix(fmt, 1234)):
+                console = [self.prefix(fmt, n) + ln for n, ln in enumerate(lines())]
+                v = judge(console)
+                self.assertTrue(v.ok, v.problems)
+                self.assertEqual(v.statuses, plain.statuses)
+                self.assertEqual(len(v.known), len(plain.known))
+
+    def test_prefixed_report_is_found(self) -> None:
+        console = lines()
+        i = at(console, CASE)
+        console = console[:i] + UBSAN + console[i:]
+        console = [f'[{n / 1000:12.6f}] ' + ln for n, ln in enumerate(console)]
+        self.assertEqual([p[2] for p in problems(judge(console))], ['ubsan'])
+
+
 class KnownFailureScopeTest(unittest.TestCase):
     """Issue 28: a known failure covers what it names, nothing else in its case."""
 
@@ -205,3 +245,46 @@ class KnownFailureScopeTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class KunitPyAgreementTest(unittest.TestCase):
+    """kunit.py's own parser reads our consoles as we do (make run checks it
+    on every run: the kunit.py category). The *_kunit_py.json files are
+    `kunit.py parse --json` of the console next to them, by the kunit.py of
+    that console's own tree."""
+
+    def verdict_of(self, name: str, kver: str) -> verdict.Verdict:
+        context = dict(CONTEXT, kver=kver)
+        exp = run.expectations('', context, userspace=True)
+        return verdict.judge_console(ktap.read_console(DATA / name), exp)[2]
+
+    def test_recorded_runs_agree(self) -> None:
+        for kver in ('6.12', '6.1'):
+            with self.subTest(kver=kver):
+                v = self.verdict_of(f'run_default_{kver}_console.log', kver)
+                self.assertTrue(v.ok, v.problems)
+                self.assertEqual(run.kunit_py_disagreements(
+                    DATA / f'run_default_{kver}_kunit_py.json', v), [])
+
+    def test_6_1_before_the_fix_disagrees(self) -> None:
+        # 6.1's KUnit printed an empty line after each parameter block's
+        # header (src/6.1/0008 before this fix): kunit.py read every
+        # parameterised case as crashed, while we read them passed.
+        v = verdict.judge_console(ktap.read_console(DATA / 'first_default_6.1_console.log'),
+                                  verdict.Expectations())[2]
+        differ = run.kunit_py_disagreements(DATA / 'first_default_6.1_kunit_py.json', v)
+        self.assertGreaterEqual(len(differ), 43)
+        self.assertTrue(any('kunit.py (absent), ours PASS' in d for d in differ))
+
+    def test_a_run_that_disagrees_is_red(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp)
+            data = json.loads((DATA / 'run_default_6.12_kunit_py.json').read_text())
+            data['sub_groups'][0]['test_cases'].append({'name': 'ghost', 'status': 'PASS'})
+            (out / 'results.json').write_text(json.dumps(data))
+            shutil.copy(CONSOLE, out / 'console.log')
+            exp = run.expectations('', dict(CONTEXT), userspace=True)
+            _, v = run.judge(out, out / 'console.log', exp, 0, None, 600, 'Starting KUnit Kernel',
+                             out / 'results.json')
+            self.assertEqual([p.category for p in v.problems], ['kunit.py'])
+            self.assertIn('cpuhp_install.ghost: kunit.py PASS, ours (absent)', v.problems[0].detail)
