@@ -17,7 +17,7 @@ import unittest
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from cpuhpk import junit, ktap, run, verdict
+from cpuhpk import hygiene, junit, ktap, run, verdict
 
 DATA = Path(__file__).parent / 'data'
 CONSOLE = DATA / 'run_default_6.12_console.log'
@@ -288,3 +288,21 @@ class KunitPyAgreementTest(unittest.TestCase):
                              out / 'results.json')
             self.assertEqual([p.category for p in v.problems], ['kunit.py'])
             self.assertIn('cpuhp_install.ghost: kunit.py PASS, ours (absent)', v.problems[0].detail)
+
+
+class CleanBootTest(unittest.TestCase):
+    """The boot of every recorded kernel (default, debug, rt, 6.1; the
+    KASAN+lockdep reports kernel in data/reports/) up to its first KTAP
+    line holds no finding: no harmless boot line is taken for a report."""
+
+    def test_recorded_boots_are_clean(self) -> None:
+        logs = [p for p in sorted(DATA.glob('*.log')) + sorted((DATA / 'reports').glob('*.log'))
+                if 'Linux version' in p.read_text(errors='replace')]
+        self.assertGreaterEqual(len(logs), 6)
+        for path in logs:
+            with self.subTest(console=path.name):
+                console = ktap.read_console(path).lines
+                start = next((n for n, ln in enumerate(console, 1) if ln.strip().startswith(
+                    ('KTAP version', 'TAP version', 'cpuhp-kunit: provoke '))), len(console))
+                found = [f for f in hygiene.check(console) if f.lineno < start]
+                self.assertEqual(found, [])
