@@ -102,9 +102,12 @@ def junit(root: ktap.Test, v: Verdict) -> ET.ElementTree:
             _testcase(suite_el(suite_name), suite_name, case or 'suite result', problems)
         else:
             run_level += problems
+    # One testcase per category, and per report kind for kernel reports
+    # ('kernel-log:hung-task'), so that every kind is red under its name.
     by_category: Dict[str, List[Problem]] = {}
     for p in run_level:
-        by_category.setdefault(p.category, []).append(p)
+        by_category.setdefault(f'{p.category}:{p.kind}' if p.kind else p.category,
+                               []).append(p)
     for category, problems in by_category.items():
         _testcase(suite_el(RUN_SUITE), RUN_SUITE, category, problems)
         # Every run-level problem is an error, whatever its category.

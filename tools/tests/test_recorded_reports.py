@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unittest
 
-from cpuhpk import ktap, provoke, verdict
+from cpuhpk import junit, ktap, provoke, verdict
 
 
 class RecordedReportsTest(unittest.TestCase):
@@ -29,11 +29,15 @@ class RecordedReportsTest(unittest.TestCase):
             if not path.is_file():
                 continue    # the test above is red for it
             with self.subTest(boot=boot.name):
-                v = verdict.judge_console(ktap.read_console(path), verdict.Expectations())[2]
+                _, root, v = verdict.judge_console(ktap.read_console(path),
+                                                   verdict.Expectations())
                 self.assertFalse(v.ok)
                 kinds = {p.kind for p in v.problems if p.category == 'kernel-log'}
+                # No KTAP here: every report is the run's, one JUnit error per kind.
+                types = {e.get('type') for e in junit.junit(root, v).getroot().iter('error')}
                 for p in boot.provokes:
                     self.assertLessEqual(set(p.kinds), kinds)
+                    self.assertLessEqual({f'kernel-log:{k}' for k in p.kinds}, types)
 
     def test_a_section_without_its_report_is_red(self) -> None:
         boot = provoke.BOOTS[0]

@@ -10,6 +10,8 @@ user-space suite included, with the real tables of kunit/.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import tempfile
@@ -142,12 +144,15 @@ class IssueRowsTest(unittest.TestCase):
             path.write_text('\n'.join(without) + '\n')
             out = Path(tmp) / 'out'
             args = ['--judge', str(path), '--out', str(out), '--kver', '6.12']
-            self.assertEqual(run.main(args), 1)
+            with contextlib.redirect_stdout(io.StringIO()) as said:
+                self.assertEqual(run.main(args), 1)
+            self.assertIn('user-space suite expected', said.getvalue())
             data = json.loads((out / 'verdict.json').read_text())
             self.assertEqual(data['context']['userspace'], '1')
             self.assertIn(['missing', 'cpuhp_sysfs'],
                           [[p['category'], p['name']] for p in data['problems']])
-            self.assertEqual(run.main(args + ['--userspace', '0']), 0)
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(run.main(args + ['--userspace', '0']), 0)
 
 
 class RealMachineConsoleTest(unittest.TestCase):
