@@ -1,11 +1,13 @@
 #!/bin/sh
 # What make tools-test needs from Debian (mypy; python3-junitparser, the real
 # JUnit consumer the tests read junit.xml with; python3-yaml, which reads the
-# CI definitions; lcov, which make merge-results runs), installed when root;
-# then mypy --strict over tools/.
+# CI definitions; lcov, which make merge-results runs; chromium, which
+# renders a run's index.html), installed when root; then mypy --strict over
+# tools/.
 set -eu
-pkgs='mypy python3-junitparser python3-yaml lcov'
+pkgs='mypy python3-junitparser python3-yaml lcov chromium'
 if ! command -v mypy >/dev/null 2>&1 || ! command -v lcov >/dev/null 2>&1 ||
+	! command -v chromium >/dev/null 2>&1 ||
 	! /usr/bin/python3 -c 'import junitparser, yaml' 2>/dev/null; then
 	if [ "$(id -u)" = 0 ]; then
 		# shellcheck disable=SC2086 # one word per package

@@ -13,6 +13,7 @@ coverage: verdict.json, junit.xml, coverage.info) or a mutant set or shard
   mutants.md    the mutants of every shard, with the kill ratio per set and
                 overall
   summary.txt   one line per job, the problems, PASS or FAIL
+  index.html    the same as a page, each job linked to its own index.html
 
 Red (exit 1) when a job is red, a directory holds no result, two
 directories are the same job, a mutant is in two shards, or the shards of a
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -36,7 +38,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import junit, tree, verdict  # noqa: E402
+from cpuhpk import junit, page, tree, verdict  # noqa: E402
 
 MERGE_SUITE = 'cpuhp-kunit merge'
 # lcov's SF: paths name the tree where the job built: <...>/linux-<version>/<file>.
@@ -266,6 +268,10 @@ def merge(dirs: Sequence[Path], out: Path) -> int:
         lines.append('no directories given')
     lines.append(f'cpuhp-kunit: merged {len(jobs)} job(s): ' + ('PASS' if ok else 'FAIL'))
     (out / 'summary.txt').write_text('\n'.join(lines) + '\n')
+    rows = [{'ok': j.ok, 'label': j.label, 'counts': j.counts, 'path': str(j.path),
+             'page': os.path.relpath(j.path / 'index.html', out)
+             if (j.path / 'index.html').is_file() else ''} for j in jobs]
+    (out / 'index.html').write_text(page.merge_page(ok, rows, problems, table))
     print('\n'.join(lines))
     return 0 if ok else 1
 

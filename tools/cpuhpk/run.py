@@ -38,7 +38,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import gcov, junit, ktap, states, tree, verdict  # noqa: E402
+from cpuhpk import gcov, junit, ktap, page, states, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -338,6 +338,7 @@ def write_outputs(out: Path, root: ktap.Test, v: verdict.Verdict,
     junit.write(out / 'junit.xml', root, v)
     verdict.write_json(out / 'verdict.json', v, context)
     amend_kunit_json(out / 'results.json', v)
+    page.write_run(out)
 
 
 def amend_kunit_json(path: Path, v: verdict.Verdict) -> None:
@@ -423,6 +424,19 @@ def counts_line(v: verdict.Verdict) -> str:
 
 
 
+def commit() -> str:
+    """This repository's commit, '-dirty' with uncommitted changes ('' outside git)."""
+    try:
+        head = subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short=12', 'HEAD'],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(['git', '-C', str(REPO), 'status', '--porcelain', '--',
+                                'kunit', 'src', 'kconfigs', 'tools/cpuhpk'],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ''
+    return head + ('-dirty' if dirty else '')
+
+
 def fail_early(out: Path, category: str, message: str, context: Dict[str, str]) -> int:
     """A run that ends before the kernel ran still leaves a red junit.xml."""
     shutil.rmtree(out, ignore_errors=True)
@@ -471,7 +485,7 @@ def judge_file(args: argparse.Namespace) -> int:
     userspace = bool(args.userspace and gcov.userspace_cases(args.filter))
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
                'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge),
-               'userspace': str(int(userspace))}
+               'userspace': str(int(userspace)), 'commit': commit()}
     tree.log('judging as make run would: the user-space suite ' + (
         'expected (USERSPACE=0 for a console that never had it)' if userspace else
         'not expected' + (' (USERSPACE=0)' if not args.userspace else
@@ -490,8 +504,9 @@ def judge_file(args: argparse.Namespace) -> int:
     except OSError as e:
         return fail_early(out, 'console', f'cannot read {args.judge}: {e.strerror}', context)
     _, v = judge(out, console, exp, rc=None, kunit_log=None)
+    page.write_run(out)     # with the state map
     print('\n'.join(summary(v)))
-    tree.log(f'outputs in {out}')
+    tree.log(f'outputs in {out}, at a glance in {out / "index.html"}')
     return 0 if v.ok else 1
 
 
@@ -518,7 +533,8 @@ def main(argv: Sequence[str]) -> int:
         return judge_file(args)
     out = args.out or out_dir(args.kver, args.config, bool(args.fixes))
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
-               'filter': args.filter, 'fixes': str(args.fixes), 'strict': str(args.strict)}
+               'filter': args.filter, 'fixes': str(args.fixes), 'strict': str(args.strict),
+               'commit': commit()}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)
     try:
@@ -571,7 +587,9 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
                  (out / 'kunit.log').read_text(errors='replace'), out / 'results.json')
     if args.coverage_report:
         v = coverage_report(out, build_dir, t.path, args.kver, v)
-    tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}')
+    page.write_run(out)     # with the coverage and the state map
+    tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
+             f'{out / "index.html"}')
     print('\n'.join(summary(v)))
     return 0 if v.ok else 1
 

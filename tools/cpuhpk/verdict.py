@@ -251,7 +251,7 @@ class KnownFailure:
     """
     case: str                   # glob over suite.case[.param]
     when: Dict[str, str]
-    why: str                    # the finding, as README "Findings" tells it
+    why: str                    # the finding, as Documentation/findings/ tells it
     failed: str = ''            # glob over one failure's text (failure_blocks())
     # Glob over a line of the report's head: a race that may hit any of many
     # cases is known by what the kernel said, not by where it landed.
@@ -503,7 +503,7 @@ def judge_console(console: ktap.Console, exp: Expectations) -> Tuple[int, ktap.T
 def apply_known(v: Verdict, exp: Expectations) -> None:
     """Move what known failures name out of the way, unless strict.
 
-    A known failure is a finding about the kernel (README "Findings"): the
+    A known failure is a finding about the kernel (Documentation/findings/): the
     case stays and keeps failing, listed with why; STRICT=1 makes it red.
     Only what an entry names is known: a failure or a kernel report in the
     same case that no entry names stays red (the known ones still listed),
@@ -520,8 +520,10 @@ def apply_known(v: Verdict, exp: Expectations) -> None:
         if p.category == 'kernel-log':
             k = next((k for k in entries if _names_report(k, p)), None)
             if k is None:
-                p.message += (' [not named by the known failures of this case: '
-                              + '; '.join(f'{e.where} {e.what}' for e in entries) + ']')
+                specific = [e for e in entries if not e.race]
+                if specific:
+                    p.message += (' [not named by the known failures of this case: '
+                                  + '; '.join(f'{e.where} {e.what}' for e in specific) + ']')
                 continue
             used.append(k)
             _known(v, exp, p, k)
