@@ -55,7 +55,8 @@ class Finding:
     kind: str = ''      # the report's kind (reports.KINDS); '' for the others
 
     def __str__(self) -> str:
-        return f'console.log:{self.lineno}: {self.why}: {self.line.strip()}'
+        why = f'{self.why} ({self.kind})' if self.kind else self.why
+        return f'console.log:{self.lineno}: {why}: {self.line.strip()}'
 
 
 # Finding.why of the three things check() finds besides a window's errors.
