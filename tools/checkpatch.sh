@@ -5,6 +5,11 @@ set -eu
 kver=${1:-6.12}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 tree=$(python3 "$repo/tools/cpuhpk/tree.py" --kver "$kver" | tail -n 1)
+# A pipeline's status is its last command's: check what came out instead.
+if [ ! -f "$tree/scripts/checkpatch.pl" ]; then
+	echo "checkpatch: no prepared linux-source-$kver tree (make prepare KVER=$kver said why above)" >&2
+	exit 1
+fi
 # checkpatch runs scripts/spdxcheck.py with python3, which needs ply and git.
 if ! /usr/bin/python3 -c 'import ply, git' 2>/dev/null; then
 	if [ "$(id -u)" = 0 ]; then
