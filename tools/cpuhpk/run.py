@@ -323,7 +323,8 @@ def kunit_py_disagreements(path: Path, v: verdict.Verdict) -> List[str]:
     kunit.py does not read it, and it is left out here. Read before
     amend_kunit_json() writes our verdict into the same file.
     """
-    theirs = kunit_py_results(path)
+    theirs = {n: s for n, s in kunit_py_results(path).items()
+              if n.split('.')[0] != gcov.SYSFS_SUITE}
     if not theirs:
         return []
     ours = {n: s for n, s in v.statuses.items() if n.split('.')[0] != gcov.SYSFS_SUITE}
