@@ -311,3 +311,21 @@ class CleanBootTest(unittest.TestCase):
                     ('KTAP version', 'TAP version', 'cpuhp-kunit: provoke '))), len(console))
                 found = [f for f in hygiene.check(console) if f.lineno < start]
                 self.assertEqual(found, [])
+
+
+class RecordedMaskingTest(unittest.TestCase):
+    """Issue 28's break, recorded from a real 6.1.192 run (unedited): make
+    mutate KVER=6.1 with mutants/freeze-error-keeps-hotplug-enabled.patch.
+    cpuhp_rollback_freeze_fails is a known failure on 6.1 for the boot CPU's
+    target; the break adds 'WARNING: ... __cpu_hotplug_enable' to that case,
+    which the case-wide entry swallowed (make judge said PASS)."""
+
+    def test_the_second_failure_is_red_and_the_known_one_listed(self) -> None:
+        context = dict(CONTEXT, kver='6.1')
+        exp = run.expectations('', context, userspace=True)
+        v = verdict.judge_console(ktap.read_console(DATA / 'freeze_break_6.1_console.log'),
+                                  exp)[2]
+        case = 'cpuhp_rollback.cpuhp_rollback_freeze_fails'
+        self.assertEqual(problems(v), [('kernel-log', case, 'warning')])
+        self.assertIn('__cpu_hotplug_enable', v.problems[0].message)
+        self.assertIn(case, [p.name for p in v.known if p.category == 'failed'])
