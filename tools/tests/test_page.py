@@ -71,9 +71,7 @@ class RunPageTest(unittest.TestCase):
         self.assertTrue((OUT / 'green.png').stat().st_size > 10000)
 
     def test_red_run(self) -> None:
-        console = whole.lines()
-        i = whole.at(console, whole.CASE)
-        index = write_page('red', console[:i] + whole.UBSAN + console[i:])
+        index = write_page('red', whole.inserted(whole.UBSAN))
         text = render(index, OUT / 'red.png')
         self.assertIn('cpuhp-kunit FAIL', text)
         self.assertIn('1 failed', text)
@@ -82,10 +80,8 @@ class RunPageTest(unittest.TestCase):
         self.assertIn('UBSAN: shift-out-of-bounds in kernel/cpu.c:1234:20', text)
 
     def test_page_escapes_the_console(self) -> None:
-        console = whole.lines()
-        i = whole.at(console, whole.CASE)
         evil = ['WARNING: CPU: 1 PID: 2 at x.c:1 <script>alert(1)</script>+0x0/0x1']
-        index = write_page('escaped', console[:i] + evil + console[i:])
+        index = write_page('escaped', whole.inserted(evil))
         self.assertNotIn('<script>', index.read_text())
         self.assertIn('&lt;script&gt;', index.read_text())
 

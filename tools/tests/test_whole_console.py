@@ -45,6 +45,14 @@ def at(console: List[str], text: str) -> int:
     return next(i for i, ln in enumerate(console) if text in ln)
 
 
+def inserted(extra: List[str], before: str = '') -> List[str]:
+    """The recorded console with @extra printed before the line with @before
+    (default: the result line of CASE, i.e. while that case ran)."""
+    console = lines()
+    i = at(console, before or CASE)
+    return console[:i] + extra + console[i:]
+
+
 def problems(v: verdict.Verdict) -> List[Tuple[str, str, str]]:
     return [(p.category, p.name, p.kind) for p in v.problems]
 
