@@ -562,6 +562,16 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     git(work, 'checkout', '-q', '-f', base)
 
 
+def judge_args(console: Path, kver: str, smp: int, filter_glob: str, dest: Path) -> List[str]:
+    """run.py's arguments for the verdict of a pristine kunit.py run's console.
+
+    kunit.py run as the cover letter says boots no initramfs of ours, so the
+    console has no user-space suite: make judge expects it unless told.
+    """
+    return ['--judge', str(console), '--kver', kver, '--smp', str(smp), '--filter',
+            filter_glob, '--out', str(dest), '--userspace', '0']
+
+
 def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report) -> None:
     """git am each series of @out onto a fresh extraction, kunit.py run as the cover
     letter says, and the verdict of each run's console (out/pristine-<name>/)."""
@@ -617,8 +627,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 report.add(what, False, 'kunit.py ' + (
                     'did not end' if killed is not None else f'left no console (exit {rc})'))
                 continue
-            verdict_rc = run.main(['--judge', str(console), '--kver', kver, '--smp', str(smp),
-                                   '--filter', s.filter, '--out', str(dest)])
+            verdict_rc = run.main(judge_args(console, kver, smp, s.filter, dest))
             v, _ = verdict.read_json(dest / 'verdict.json')
             passed, failed, skipped, known = v.closing_counts()
             report.add(what, verdict_rc == 0,

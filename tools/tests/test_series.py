@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import subprocess
 import tempfile
@@ -9,7 +11,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import series
+from cpuhpk import run, series
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -182,3 +184,19 @@ class ReportTest(unittest.TestCase):
 
 if __name__ == '__main__':
     unittest.main()
+
+
+class PristineJudgeTest(unittest.TestCase):
+    """The verdict of a pristine kunit.py run, as series-test asks for it."""
+
+    def test_the_recorded_pristine_console_is_green(self) -> None:
+        # out/6.12-series/pristine-cpu-hotplug/console.log of make series-test
+        # (6.12.118, kunit.py run --kunitconfig=kernel/tests, unedited): no
+        # user-space suite, which make judge expects by default.
+        console = Path(__file__).parent / 'data' / 'series_pristine_6.12_console.log'
+        with tempfile.TemporaryDirectory() as tmp:
+            args = series.judge_args(console, '6.12', 4, 'cpuhp_*', Path(tmp) / 'out')
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(run.main(args), 0)
+                self.assertEqual(args[-2:], ['--userspace', '0'])
+                self.assertEqual(run.main(args[:-2]), 1)
