@@ -25,7 +25,9 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from cpuhpk import reports
 
-KTAP_START = re.compile(r'\s*K?TAP version \d+$')
+# A KTAP header; KTAP_TOP: one at the start of the line (a top-level document).
+KTAP_TOP = re.compile(r'K?TAP version \d+$')
+KTAP_START = re.compile(r'\s*' + KTAP_TOP.pattern)
 # Where kunit.py stops reading (tools/testing/kunit/kunit_parser.py, KTAP_END).
 KTAP_END = re.compile(r'\s*(List of all partitions:|Kernel panic - not syncing: VFS:|'
                       r'reboot: System halted)')
@@ -114,8 +116,6 @@ def rebooted(line: str) -> bool:
     """
     return bool(reports.BOOT_BANNER.match(line) or KTAP_TOP.match(line))
 
-
-KTAP_TOP = re.compile(r'K?TAP version \d+$')
 
 
 def extract(console: Iterable[str]) -> List[str]:

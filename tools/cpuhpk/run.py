@@ -428,12 +428,10 @@ def counts_line(v: verdict.Verdict) -> str:
 def commit() -> str:
     """This repository's commit, '-dirty' with uncommitted changes ('' outside git)."""
     try:
-        head = subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short=12', 'HEAD'],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(['git', '-C', str(REPO), 'status', '--porcelain', '--',
-                                'kunit', 'src', 'kconfigs', 'tools/cpuhpk'],
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
+        head = tree.git(REPO, 'rev-parse', '--short=12', 'HEAD').stdout.strip()
+        dirty = tree.git(REPO, 'status', '--porcelain', '--', 'kunit', 'src', 'kconfigs',
+                         'tools/cpuhpk').stdout.strip()
+    except (OSError, tree.PrepareError):
         return ''
     return head + ('-dirty' if dirty else '')
 

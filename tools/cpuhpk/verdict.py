@@ -532,29 +532,27 @@ def apply_known(v: Verdict, exp: Expectations) -> None:
         if not blocks:
             continue        # not a case's own failure (counts), or nothing printed
         named = [(b, next((k for k in entries if _names(k, b)), None)) for b in blocks]
-        used += [k for _, k in named if k is not None]
+        known = [(b, k) for b, k in named if k is not None]
         unnamed = [b for b, k in named if k is None]
-        if not unnamed:
-            _known(v, exp, p, next(k for _, k in named if k is not None))
+        used += [k for _, k in known]
+        if not known:
             continue
-        if len(unnamed) < len(blocks):
-            known_part = Problem('failed', p.name, 'failed: ' + next(
-                b for b, k in named if k is not None).splitlines()[0],
-                '\n\n'.join(b for b, k in named if k is not None))
-            _known(v, exp, known_part, next(k for _, k in named if k is not None), listed=False)
+        if not unnamed:
+            _known(v, exp, p, known[0][1])
+            continue
+        # The named failures stay listed as known; the case is red for the rest.
+        _known(v, exp, Problem('failed', p.name, 'failed: ' + known[0][0].splitlines()[0],
+                               '\n\n'.join(b for b, _ in known)), known[0][1], listed=False)
         p.message = (f'failed: {unnamed[0].splitlines()[0]} [{len(unnamed)} of {len(blocks)} '
                      'failures named by no known failure of this case]')
         p.detail = '\n\n'.join(unnamed)
     for k in exp.known:
-        if k.race or k in used or not all(
-                fnmatch.fnmatchcase(exp.context.get(c, ''), g) for c, g in k.when.items()):
+        if k.race or k in used:
             continue
-        ran = [n for n, st in v.statuses.items() if fnmatch.fnmatchcase(n, k.case)]
-        if ran:
+        if any(_applies(k.case, k.when, n, exp.context) for n in v.statuses):
             v.not_seen.append(Problem('known-not-seen', k.case, f'known failure did not occur '
                                       f'({k.where}: {k.what}): fixed, or the test changed',
                                       k.why))
-
 
 def _known(v: Verdict, exp: Expectations, p: Problem, k: KnownFailure,
            listed: bool = True) -> None:
