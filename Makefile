@@ -30,12 +30,20 @@ SERIES_KVERS ?= 6.12
 PARTS   ?=
 RECORD  ?= 0
 BOOTS   ?=
+# Your own kernel git tree (never written to): run, coverage, mutate, bisect.
+TREE    ?=
+REV     ?= HEAD
+LOCAL   ?= 1
+SERIES  ?=
+GOOD    ?=
+BAD     ?= HEAD
 
+TREE_ARGS = $(if $(TREE),--tree '$(TREE)' --rev '$(REV)' --local '$(LOCAL)' --series '$(SERIES)')
 RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
-	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
+	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
-.PHONY: reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+.PHONY: bisect tree-test reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
@@ -50,6 +58,8 @@ help:
 	@echo '  merge-results  merge the out/ directories of DIRS (CI jobs) -> out/merged/'
 	@echo '  tools-test   mypy --strict and the tools own tests on recorded consoles'
 	@echo '  prepare      only install packages, extract the tree, apply src/$(KVER)/, copy kunit/'
+	@echo '  bisect       git bisect run over TREE= from GOOD= to BAD= with the verdict as the test -> out/bisect-<name>/'
+	@echo '  tree-test    TREE= and make bisect on a test tree made from the cached 6.12 tree (part of make test)'
 	@echo '  coverage     run on the default kernel + coverage gate + selftest anchor -> out/$(KVER)/'
 	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
 	@echo '  reports      provoke real kernel reports with LKDTM, judge them -> out/reports/ (RECORD=1: into tools/tests/data/reports/)'
@@ -81,6 +91,10 @@ help:
 	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
 	@echo '  AUTHOR=$(AUTHOR)       make series: "Name <email>" of From: and Signed-off-by: (default: git config)'
 	@echo '  SERIES_KVERS=$(SERIES_KVERS)  the series make test checks with series-test'
+	@echo '  TREE=$(TREE)  your kernel git tree instead of the Debian one (never written to); KVER follows its version'
+	@echo '  REV=$(REV) LOCAL=$(LOCAL)  TREE=: the revision; 1: with the uncommitted changes of its tracked files (REV=HEAD)'
+	@echo '  SERIES=$(SERIES)  TREE=: a directory of your own patches instead of src/$$KVER/series'
+	@echo '  GOOD=$(GOOD) BAD=$(BAD)  make bisect: the revisions to bisect between'
 	@echo '  CPUHP_KUNIT_CACHE (env) cache directory, default ~/.cache/cpuhp-kunit'
 	@echo '  CPUHP_KUNIT_NOWAIT=1 (env) fail at once when another run holds the cache'
 	@echo '  CPUHP_KUNIT_DIRTY=1 (env) test a cached tree with local edits or commits'
@@ -120,12 +134,21 @@ prepare:
 coverage:
 	@test '$(CONFIG)' = default || { echo 'make coverage gates the default kernel; CONFIG=$(CONFIG) runs yield coverage too: make run CONFIG=$(CONFIG)' >&2; exit 2; }
 	$(PYTHON) tools/cpuhpk/coverage.py --kver '$(KVER)' --smp '$(SMP)' --timeout '$(TIMEOUT)' \
-		--seed '$(SEED)' --stress-ops '$(STRESS_OPS)'
+		--seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
 mutate:
 	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' \
 		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)' \
-		--shard '$(SHARD)' --strict '$(STRICT)'
+		--shard '$(SHARD)' --strict '$(STRICT)' $(TREE_ARGS)
+
+bisect:
+	@test -n '$(TREE)' -a -n '$(GOOD)' || { echo 'usage: make bisect TREE=<kernel git tree> GOOD=<rev> [BAD=<rev>] [FILTER=..] [CONFIG=..]' >&2; exit 2; }
+	$(PYTHON) tools/cpuhpk/bisect.py --tree '$(TREE)' --good '$(GOOD)' --bad '$(BAD)' \
+		--series '$(SERIES)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
+		--timeout '$(TIMEOUT)'
+
+tree-test:
+	$(PYTHON) tools/cpuhpk/treetest.py --smp '$(SMP)' --timeout '$(TIMEOUT)'
 
 # The kernel jobs make test runs, one a line, as make arguments (for a CI
 # engine's matrix; .gitlab-ci.yml and .github/workflows/ list the same).
@@ -136,23 +159,23 @@ merge-results:
 	@test -n '$(DIRS)' || { echo 'usage: make merge-results DIRS="out/a out/b ..."' >&2; exit 2; }
 	$(PYTHON) tools/cpuhpk/merge.py --out out/merged $(DIRS)
 
-SERIES = $(PYTHON) tools/cpuhpk/series.py --kver '$(KVER)' --author '$(AUTHOR)'
+SERIES_PY = $(PYTHON) tools/cpuhpk/series.py --kver '$(KVER)' --author '$(AUTHOR)'
 series-config:
 	@test '$(CONFIG)' = default || { echo 'the series are built with their own configs: no CONFIG=$(CONFIG)' >&2; exit 2; }
 
 series: series-config
-	$(SERIES)
+	$(SERIES_PY)
 
 # The checks write to out/<KVER>-series/ (series.json, junit.xml, the series).
 series-check: series-config
-	$(SERIES) --out 'out/$(KVER)-series' --no-results --check
+	$(SERIES_PY) --out 'out/$(KVER)-series' --no-results --check
 
 series-pristine: series-config
-	$(SERIES) --out 'out/$(KVER)-series' --no-results --pristine --smp '$(SMP)' --timeout '$(TIMEOUT)'
+	$(SERIES_PY) --out 'out/$(KVER)-series' --no-results --pristine --smp '$(SMP)' --timeout '$(TIMEOUT)'
 
 # In CI nobody's git config is there: the checks sign off as the commit's author.
 series-test: series-config
-	$(SERIES) --out 'out/$(KVER)-series' --no-results --check --pristine --smp '$(SMP)' \
+	$(SERIES_PY) --out 'out/$(KVER)-series' --no-results --check --pristine --smp '$(SMP)' \
 		--timeout '$(TIMEOUT)' --author-of-head
 
 reports:

@@ -85,15 +85,23 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations')
     ap.add_argument('--no-selftest', dest='selftest', action='store_false',
                     help='skip the cpu-on-off-test.sh anchor run')
+    run.add_tree_arguments(ap)
     args = ap.parse_args(argv)
+    args.fixes = 0
     return tree.locked(f'make coverage KVER={args.kver}', lambda: coverage(args))
 
 
 def coverage(args: argparse.Namespace) -> int:
     """The run, the gate and the anchor; every cause of a non-zero exit lands in junit.xml."""
-    out = run.out_dir(args.kver, 'default')
+    try:
+        user = run.resolve_user(args)
+    except tree.PrepareError as e:
+        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
+        return 1
+    out = run.out_dir(args.kver, 'default', False, user)
     rc = run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
-                   '--seed', args.seed, '--stress-ops', args.stress_ops])
+                   '--seed', args.seed, '--stress-ops', args.stress_ops,
+                   *run.tree_arguments(args)])
     problems: List[verdict.Problem] = []
     info = out / 'coverage.info'
     if not info.is_file():
@@ -106,7 +114,7 @@ def coverage(args: argparse.Namespace) -> int:
     anchor: Optional[Dict[str, FileCov]] = None
     if files and args.selftest:
         try:
-            t = tree.prepare(args.kver, REPO)
+            t = run.prepare_tree(args, user)
             anchor = selftest_anchor(t, run.build_dir_of(t, 'default'), out, args.smp,
                                      int(args.timeout))
         except SelftestError as e:

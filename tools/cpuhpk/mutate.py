@@ -27,13 +27,13 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import junit, run, tree, verdict  # noqa: E402
+from cpuhpk import junit, run, tree, usertree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
@@ -162,7 +162,14 @@ def main(argv: Sequence[str]) -> int:
                     help='run only the I-th of N shards of the sorted mutants (1-based)')
     ap.add_argument('--seed', default='0', help='cpuhp_stress seed for every mutant run')
     ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations per run')
+    run.add_tree_arguments(ap)
     args = ap.parse_args(argv)
+    args.fixes = 0
+    try:
+        args.user = run.resolve_user(args)
+    except tree.PrepareError as e:
+        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
+        return 1
     try:
         patches = mutant_set(args.mutants, args.kver)
     except ValueError as e:
@@ -224,19 +231,24 @@ def shard(patches: Sequence[Path], spec: str) -> List[Path]:
     return [p for k, p in enumerate(sorted(patches)) if k % n == i - 1]
 
 
-def out_base(kver: str, config: str, shard_spec: str) -> Path:
-    """out/<KVER>[-<CONFIG>]-mutate[-<I>of<N>]: shards run on one machine keep apart."""
-    suffix = '' if config == 'default' else f'-{config}'
+def out_base(kver: str, config: str, shard_spec: str,
+             user: Optional[usertree.Resolved] = None) -> Path:
+    """out/<KVER>[-<CONFIG>]-mutate[-<I>of<N>]: shards run on one machine keep apart.
+
+    TREE=: out/tree-<name>-<rev>[-<CONFIG>]-mutate[-<I>of<N>].
+    """
     part = f"-{shard_spec.replace('/', 'of')}" if shard_spec else ''
-    return REPO / 'out' / f'{kver}{suffix}-mutate{part}'
+    runs = run.out_dir(kver, config, False, user)
+    return runs.with_name(f'{runs.name}-mutate{part}')
 
 
 def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
-    t = tree.prepare(args.kver, REPO)
+    t = run.prepare_tree(args, args.user)
     run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
                 '--timeout', args.timeout, '--config', args.config, '--seed', args.seed,
-                '--stress-ops', args.stress_ops, '--strict', args.strict, '--no-coverage-report']
-    base = out_base(args.kver, args.config, args.shard)
+                '--stress-ops', args.stress_ops, '--strict', args.strict, '--no-coverage-report',
+                *run.tree_arguments(args)]
+    base = out_base(args.kver, args.config, args.shard, args.user)
     outcomes: List[Outcome] = []
     for patch in patches:
         o = run_one(patch, t, run_args, base / patch.stem)

@@ -38,7 +38,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import gcov, junit, ktap, page, states, tree, verdict  # noqa: E402
+from cpuhpk import gcov, junit, ktap, page, states, tree, usertree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -91,14 +91,51 @@ def signals_deferred() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def out_dir(kver: str, config: str, fixes: bool = False) -> Path:
-    name = kver if config == 'default' else f'{kver}-{config}'
+def out_dir(kver: str, config: str, fixes: bool = False,
+            user: Optional[usertree.Resolved] = None) -> Path:
+    """out/<KVER>[-<CONFIG>][-fixes]; TREE=: out/tree-<name>-<rev>[-<CONFIG>][-fixes]."""
+    base = f'tree-{user.name}-{user.short}' if user is not None else kver
+    name = base if config == 'default' else f'{base}-{config}'
     return REPO / 'out' / (f'{name}-fixes' if fixes else name)
+
+
+def user_spec(args: argparse.Namespace) -> Optional[usertree.Spec]:
+    """TREE=, REV=, LOCAL=, SERIES= of @args; None without TREE=."""
+    if not getattr(args, 'tree', None):
+        return None
+    return usertree.Spec(Path(args.tree), args.rev or 'HEAD', bool(args.local),
+                         Path(args.series) if args.series else None)
+
+
+def resolve_user(args: argparse.Namespace) -> Optional[usertree.Resolved]:
+    """Read TREE= (and set args.kver to the series chosen for it); None without TREE=."""
+    spec = user_spec(args)
+    if spec is None:
+        return None
+    user = usertree.resolve(spec, REPO)
+    args.kver = user.kver
+    return user
+
+
+def tree_context(user: Optional[usertree.Resolved]) -> Dict[str, str]:
+    """What a TREE= run adds to verdict.json's context."""
+    if user is None:
+        return {}
+    return {'tree': str(user.spec.path), 'rev': user.sha, 'rev_subject': user.subject,
+            'tree_version': user.version, 'series': user.series_label(),
+            'local': user.local_note}
+
+
+def prepare_tree(args: argparse.Namespace, user: Optional[usertree.Resolved]) -> tree.Tree:
+    """The tree a run builds: the Debian one of args.kver, or the user's (TREE=)."""
+    if user is not None:
+        return usertree.prepare(user, REPO, bool(args.fixes))
+    return tree.prepare(args.kver, REPO, bool(args.fixes))
 
 
 def build_dir_of(t: tree.Tree, config: str) -> Path:
     """The cached build directory of @config's kernel."""
-    return tree.cache_root() / f'build-{t.version}-{config}'
+    return tree.cache_root() / f'build-{t.build_key}-{config}'
 
 
 def fragment(config: str) -> Path:
@@ -475,7 +512,27 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument('--strict', type=int, choices=(0, 1), default=0,
                     help='1: known failures (kunit/known-failures-<KVER>) are red, and what is '
                     'known to wedge a CPU runs too')
+    add_tree_arguments(ap)
     return ap
+
+
+def add_tree_arguments(ap: argparse.ArgumentParser) -> None:
+    """TREE=, REV=, LOCAL=, SERIES= (tools/cpuhpk/usertree.py)."""
+    ap.add_argument('--tree', default='', help='a kernel git tree of your own to test instead '
+                    'of the Debian one (never written to); --kver is then chosen by its version')
+    ap.add_argument('--rev', default='HEAD', help='--tree: the revision to test')
+    ap.add_argument('--local', type=int, choices=(0, 1), default=1,
+                    help='--tree: 1 tests the uncommitted changes of its tracked files too')
+    ap.add_argument('--series', default='', help='--tree: a directory of patches (with a '
+                    'series file, or *.patch in name order) instead of src/<KVER>/series')
+
+
+def tree_arguments(args: argparse.Namespace) -> List[str]:
+    """The TREE= arguments of @args, to hand on to a run."""
+    if not getattr(args, 'tree', ''):
+        return []
+    return ['--tree', str(args.tree), '--rev', args.rev, '--local', str(args.local),
+            *(['--series', str(args.series)] if args.series else [])]
 
 
 def judge_file(args: argparse.Namespace) -> int:
@@ -530,15 +587,22 @@ def main(argv: Sequence[str]) -> int:
         parser().error('--smp must be at least 1')
     if args.judge is not None:
         return judge_file(args)
-    out = args.out or out_dir(args.kver, args.config, bool(args.fixes))
+    try:
+        user = resolve_user(args)
+    except tree.PrepareError as e:
+        name = usertree.tree_key(Path(args.tree).expanduser().resolve())[0]
+        return fail_early(args.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
+                          {'tree': str(args.tree), 'rev': args.rev, 'commit': commit()})
+    out = args.out or out_dir(args.kver, args.config, bool(args.fixes), user)
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
                'filter': args.filter, 'fixes': str(args.fixes), 'strict': str(args.strict),
-               'commit': commit()}
+               'commit': commit(), **tree_context(user)}
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_interrupted)
     try:
-        with tree.cache_lock(f'make run KVER={args.kver} CONFIG={args.config}'):
-            return _run(args, out, context)
+        what = f'TREE={user.spec.path} REV={user.short}' if user else f'KVER={args.kver}'
+        with tree.cache_lock(f'make run {what} CONFIG={args.config}'):
+            return _run(args, out, context, user)
     except tree.LockBusy as e:
         # Not a word in out/: it belongs to the run that holds the lock.
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
@@ -553,7 +617,8 @@ def main(argv: Sequence[str]) -> int:
         return 128 + signum
 
 
-def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
+def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
+         user: Optional[usertree.Resolved] = None) -> int:
     try:
         exp = expectations(args.filter, context, bool(args.strict),
                            bool(gcov.userspace_cases(args.filter)))
@@ -562,7 +627,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
                               'kunit/ suites', context)
         frag = fragment(args.config)
         tree.ensure_packages(gcov.PACKAGES)
-        t = tree.prepare(args.kver, REPO, bool(args.fixes))
+        t = prepare_tree(args, user)
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version
@@ -576,6 +641,8 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
 
     tree.log(f'linux {t.version} ({t.package}) in {t.path}, SMP={args.smp}, '
              f'CONFIG={args.config}, FILTER={args.filter or "*"}')
+    if user is not None:
+        tree.log(f'testing {user.describe()}')
     started = time.monotonic()
     cmd = kunit_command(t, args, build_dir, out, gcov.guest(build_dir, args.filter))
     rc, killed_after = run_kunit(cmd, t.path,
@@ -589,6 +656,11 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str]) -> int:
     page.write_run(out)     # with the coverage and the state map
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
              f'{out / "index.html"}')
+    if user is not None:
+        tree.log(f'tested {user.describe()}; the same verdict again: make judge '
+                 f'CONSOLE={out / "console.log"} KVER={user.kver} SMP={args.smp}'
+                 + (f' CONFIG={args.config}' if args.config != 'default' else '')
+                 + (f" FILTER='{args.filter}'" if args.filter else ''))
     print('\n'.join(summary(v)))
     return 0 if v.ok else 1
 

@@ -58,6 +58,11 @@ class Tree:
     package: str        # Debian package version, e.g. '6.12.118-1~deb12u1'
     version: str        # upstream version, e.g. '6.12.118'
     path: Path          # the tree itself
+    key: str = ''       # the cache's name for its build directories ('': the version)
+
+    @property
+    def build_key(self) -> str:
+        return self.key or self.version
 
     @property
     def kunit_py(self) -> Path:

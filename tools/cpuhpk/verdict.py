@@ -550,9 +550,11 @@ def apply_known(v: Verdict, exp: Expectations) -> None:
         if k.race or k in used:
             continue
         if any(_applies(k.case, k.when, n, exp.context) for n in v.statuses):
+            # TREE=: the news a maintainer wants, said as such.
+            why = ('fixed in this tree' if exp.context.get('tree')
+                   else 'fixed, or the test changed')
             v.not_seen.append(Problem('known-not-seen', k.case, f'known failure did not occur '
-                                      f'({k.where}: {k.what}): fixed, or the test changed',
-                                      k.why))
+                                      f'({k.where}: {k.what}): {why}', k.why))
 
 def _known(v: Verdict, exp: Expectations, p: Problem, k: KnownFailure,
            listed: bool = True) -> None:
