@@ -69,7 +69,7 @@ def commit_edit(repo: Path, path: str, edit: Callable[[str], str], subject: str,
                 tick: int) -> str:
     f = repo / path
     f.write_text(edit(f.read_text()))
-    ugit(repo, 'add', path)
+    ugit(repo, 'add', '-f', path)
     ugit(repo, 'commit', '-q', '-m', subject, tick=tick)
     return ugit(repo, 'rev-parse', 'HEAD')
 
