@@ -105,6 +105,9 @@ def run_step(args: argparse.Namespace, sha: str) -> Tuple[int, str]:
 
 def step_main(args: argparse.Namespace) -> int:
     """One step of git bisect run: the revision is the bisection's BISECT_HEAD."""
+    # git bisect run points GIT_DIR at its repository: ours name theirs with -C.
+    for name in usertree.GIT_LOCATION_ENV:
+        os.environ.pop(name, None)
     sha = tree.git(Path(args.bisect_repo), 'rev-parse', 'BISECT_HEAD').stdout.strip()
     started = time.monotonic()
     try:

@@ -145,8 +145,10 @@ def make_user_tree(cached: Path, dest: Path) -> Dict[str, str]:
                                    'cpu/hotplug: Accept any base in the target file', 21)
     # suites: the series and the kunit/ files committed
     ugit(dest, 'checkout', '-q', '-f', '-B', 'suites', base)
+    harness = usertree.harness_patches(REPO, '6.12')
     for i, p in enumerate(tree.series_files(tree.series_dir(REPO, '6.12'))):
-        ugit(dest, 'am', '-q', '--committer-date-is-author-date', str(p), tick=30 + i)
+        if p not in harness:        # our series merged: the harness's own is not
+            ugit(dest, 'am', '-q', '--committer-date-is-author-date', str(p), tick=30 + i)
     tree.install_kunit(dest, REPO / 'kunit')
     ugit(dest, 'add', '-f', *sorted(tree.read_manifest(REPO / 'kunit')))
     ugit(dest, 'commit', '-q', '-m', 'cpu/hotplug, timekeeping: Add the KUnit suites', tick=40)
@@ -163,12 +165,17 @@ def snapshot(path: Path) -> Dict[str, str]:
     def g(*args: str) -> str:
         return usertree.user_git(path, *args, check=False).stdout
     mtimes = []
+    objects = path / '.git' / 'objects'
     for root, dirs, files in os.walk(path):
         dirs.sort()
         for f in sorted(files):
             p = Path(root) / f
             st = p.lstat()
-            mtimes.append(f'{p.relative_to(path)} {st.st_mtime_ns} {st.st_size}')
+            # git freshens the mtime of objects it finds here instead of
+            # writing them into our repository (usertree.py): names and sizes.
+            when = '' if Path(root) == objects or objects in Path(root).parents \
+                else f' {st.st_mtime_ns}'
+            mtimes.append(f'{p.relative_to(path)}{when} {st.st_size}')
     return {'status': g('status', '--porcelain'), 'stash': g('stash', 'list'),
             'worktrees': g('worktree', 'list', '--porcelain'), 'refs': g('for-each-ref'),
             'head': g('symbolic-ref', '-q', 'HEAD') + g('rev-parse', 'HEAD'),
@@ -257,9 +264,11 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
         r = usertree.resolve(usertree.Spec(user, revs['suites'], False), REPO)
         t = usertree.prepare(r, REPO)
         head = tree.git(t.path, 'log', '-2', '--format=%H %s').stdout.splitlines()
-        harness = tree.series_files(tree.series_dir(REPO, '6.12'))[-1]
+        harness = usertree.harness_patches(REPO, '6.12')
+        subject = next(ln for ln in harness[0].read_text().splitlines()
+                       if ln.startswith('Subject: '))
         ok = len(head) == 2 and head[1].split()[0] == revs['suites'] and \
-            harness.name.split('-', 1)[1][:30].replace('-', ' ') in head[0].replace('-', ' ')
+            head[0].split(' ', 1)[1][:40] in subject
         return ok, f'{t.path}: {" | ".join(head)}'
 
     def tree_61() -> Tuple[bool, str]:

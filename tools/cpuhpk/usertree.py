@@ -12,6 +12,11 @@ nearest kernel series carried in src/ at or below the tree's version
 kunit/ in. One repository and one build directory per user tree, both kept:
 the next run, of any revision, rebuilds only what changed.
 
+One thing in the user's repository can change: git "freshens" (sets the
+mtime of) an object it finds in the borrowed store instead of writing the
+same object into ours, which only delays its pruning by gc; contents, refs,
+index, stash, work tree and their mtimes stay as they were.
+
 A tree that already has the suites (every kunit/MANIFEST file tracked at
 REV: our series merged) gets only the harness's own patches
 (src/<KVER>/upstream/plan 'harness') and is otherwise used as it is.
@@ -25,7 +30,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import tree
 
@@ -78,10 +83,22 @@ class Resolved:
         return f'series of src/{self.kver}'
 
 
+# Variables by which a git that runs us (git bisect run, a hook) would point
+# ours at its own repository instead of the one named by -C.
+GIT_LOCATION_ENV = ('GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY',
+                    'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_COMMON_DIR', 'GIT_PREFIX')
+
+
+def read_env() -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in GIT_LOCATION_ENV}
+    env.update(READ_ENV)
+    return env
+
+
 def user_git(path: Path, *args: str, check: bool = True) -> 'subprocess.CompletedProcess[str]':
     """git, read-only, in the user's tree."""
     res = subprocess.run(['git', *READ_CONFIG, '-C', str(path), *args], capture_output=True,
-                         text=True, check=False, env=dict(os.environ, **READ_ENV))
+                         text=True, check=False, env=read_env())
     if check and res.returncode != 0:
         raise tree.PrepareError(f"TREE={path}: git {' '.join(args)} failed: "
                                 f'{res.stderr.strip()}')
@@ -174,7 +191,7 @@ def resolve(spec: Spec, repo: Path) -> Resolved:
     else:
         out = subprocess.run(['git', *READ_CONFIG, '-C', str(path), 'diff', '--binary',
                               '--full-index', 'HEAD', '--'], capture_output=True, check=True,
-                             env=dict(os.environ, **READ_ENV))
+                             env=read_env())
         diff, files = out.stdout, tuple(changed)
         note = (f'with the uncommitted changes of {len(files)} file(s): '
                 + ' '.join(files[:5]) + (' ...' if len(files) > 5 else ''))
@@ -256,6 +273,10 @@ def failed_hunk(clone: Path, patch: Path) -> str:
 def apply_patch(clone: Path, patch: Path, r: Resolved, origin: str) -> None:
     """git am, three-way when plain does not apply; a SeriesConflict naming the hunk."""
     plain = tree.git(clone, 'apply', '--check', str(patch), check=False).returncode == 0
+    if not plain and tree.git(clone, 'apply', '--check', '--reverse', str(patch),
+                              check=False).returncode == 0:
+        tree.log(f'{patch.name}: already in this tree, not applied')
+        return
     res = tree.git(clone, 'am', '-q', *([] if plain else ['-3']), str(patch), check=False)
     if res.returncode == 0:
         if not plain:
