@@ -48,8 +48,8 @@ class UserTreeTest(unittest.TestCase):
         env = {'CPUHP_KUNIT_CACHE': str(root / 'cache'), 'CPUHP_KUNIT_DIRTY': ''}
         for p in (mock.patch.dict(os.environ, env), mock.patch('sys.stdout'),
                   mock.patch.object(tree, 'ensure_packages')):
-            p.start()
-            self.addCleanup(p.stop)
+            p.start()  # type: ignore[attr-defined]
+            self.addCleanup(p.stop)  # type: ignore[attr-defined]
         self.user.mkdir()
         (self.user / 'kernel').mkdir()
         (self.user / 'Makefile').write_text('# SPDX\nVERSION = 6\nPATCHLEVEL = 13\n'
