@@ -115,9 +115,11 @@ run-debug:
 
 # The jobs of make matrix, one a line, as make arguments. The default kernel
 # is the coverage kernel: its job is make coverage (the run plus the gate).
+# tree-test (TREE= and make bisect) works on a user tree made from 6.12's.
 # (A job is one word here, its arguments joined by commas.)
 JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(k)$(,)CONFIG=$(c))) \
-       $(foreach k,$(filter $(SERIES_KVERS),$(KVERS)),series-test$(,)KVER=$(k)$(,)CONFIG=default)
+       $(foreach k,$(filter $(SERIES_KVERS),$(KVERS)),series-test$(,)KVER=$(k)$(,)CONFIG=default) \
+       $(if $(filter 6.12,$(KVERS)),tree-test$(,)KVER=6.12$(,)CONFIG=default)
 , := ,
 # A series of KVERS with no configs would silently run nothing.
 jobs_checked = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS)

@@ -143,7 +143,8 @@ class MatrixListTest(unittest.TestCase):
                          ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=debug'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.12 6.1'),
                          ['coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default',
-                          'series-test KVER=6.12 CONFIG=default'])
+                          'series-test KVER=6.12 CONFIG=default',
+                          'tree-test KVER=6.12 CONFIG=default'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.1'),
                          ['coverage KVER=6.1 CONFIG=default'])
 
