@@ -153,6 +153,20 @@ def turned_red(bad: Path, good: Path) -> List[str]:
     return out
 
 
+def end_group(proc: 'subprocess.Popen[str]') -> None:
+    """SIGTERM to @proc's process group; wait until all of it ended (SIGKILL after a grace)."""
+    deadline = time.monotonic() + mutate.CHILD_GRACE
+    sig = int(signal.SIGTERM)
+    while True:
+        proc.poll()     # reap the leader: a zombie would keep the group alive
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        sig = int(signal.SIGKILL) if time.monotonic() > deadline else 0
+        time.sleep(0.2)
+
+
 class Interrupted(Exception):
     pass
 
@@ -200,10 +214,13 @@ def bisect(args: argparse.Namespace) -> int:
             '--timeout', str(args.timeout), *(['--series', args.series] if args.series else [])]
     with bisection(bare, good_user.sha, bad_user.sha):
         env = dict(os.environ, CPUHP_KUNIT_NOWAIT='1')
+        # A session of its own: on Ctrl-C or SIGTERM here, git, the step and
+        # its run are ended together (the run stops kunit.py, make and QEMU)
+        # before the bisection is reset.
         proc = subprocess.Popen(['git', *tree.GIT_IDENTITY, '-C', str(bare), 'bisect', 'run',
                                  *step], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, errors='replace', env=env,
-                                pass_fds=tree.lock_fds())
+                                pass_fds=tree.lock_fds(), start_new_session=True)
         try:
             assert proc.stdout is not None
             output = []
@@ -213,12 +230,7 @@ def bisect(args: argparse.Namespace) -> int:
             rc = proc.wait()
         except BaseException:
             with run.signals_deferred():
-                proc.terminate()
-                try:
-                    proc.wait(mutate.CHILD_GRACE)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                end_group(proc)
             raise
         history = tree.git(bare, 'bisect', 'log', check=False).stdout
     (base / 'bisect.log').write_text(history)
