@@ -115,9 +115,12 @@ run-debug:
 
 # The jobs of make matrix, one a line, as make arguments. The default kernel
 # is the coverage kernel: its job is make coverage (the run plus the gate).
+# The default kernel boots once more with 2 CPUs (no rebuild): a CPU count
+# at which a state machine path differs (Documentation/findings/12-...).
 # tree-test (TREE= and make bisect) works on a user tree made from 6.12's.
 # (A job is one word here, its arguments joined by commas.)
 JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(k)$(,)CONFIG=$(c))) \
+       $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),run$(,)KVER=$(k)$(,)CONFIG=default$(,)SMP=2)) \
        $(foreach k,$(filter $(SERIES_KVERS),$(KVERS)),series-test$(,)KVER=$(k)$(,)CONFIG=default) \
        $(if $(filter 6.12,$(KVERS)),tree-test$(,)KVER=6.12$(,)CONFIG=default)
 , := ,

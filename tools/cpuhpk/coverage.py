@@ -98,7 +98,7 @@ def coverage(args: argparse.Namespace) -> int:
     except tree.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
-    out = run.out_dir(args.kver, 'default', False, user)
+    out = run.out_dir(args.kver, 'default', False, user, int(args.smp))
     rc = run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
                    '--seed', args.seed, '--stress-ops', args.stress_ops,
                    *run.tree_arguments(args)])

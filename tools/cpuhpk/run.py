@@ -44,6 +44,8 @@ REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
 # with a wide margin: the kernel's own run has its own timeout (--timeout).
 BUILD_TIMEOUT = 45 * 60
+# The CPUs a run boots with (make SMP=): the count make test is judged at.
+DEFAULT_SMP = 4
 # Profile kernel/cpu.o and kernel/time/timekeeping.o (src/0004, gcov.py).
 MAKE_OPTIONS = ('CPUHP_KUNIT_GCOV=y',)
 # Kernel arguments: reboot (and so end QEMU, -no-reboot) at once on a panic
@@ -92,10 +94,16 @@ def signals_deferred() -> Iterator[None]:
 
 
 def out_dir(kver: str, config: str, fixes: bool = False,
-            user: Optional[usertree.Resolved] = None) -> Path:
-    """out/<KVER>[-<CONFIG>][-fixes]; TREE=: out/tree-<name>-<rev>[-<CONFIG>][-fixes]."""
+            user: Optional[usertree.Resolved] = None, smp: int = DEFAULT_SMP) -> Path:
+    """out/<KVER>[-<CONFIG>][-smp<N>][-fixes]; TREE=: out/tree-<name>-<rev>[...] alike.
+
+    -smp<N> only for another CPU count than the default: the same kernel
+    booted with fewer or more CPUs is another run, not a replacement.
+    """
     base = f'tree-{user.name}-{user.short}' if user is not None else kver
     name = base if config == 'default' else f'{base}-{config}'
+    if smp != DEFAULT_SMP:
+        name += f'-smp{smp}'
     return REPO / 'out' / (f'{name}-fixes' if fixes else name)
 
 
@@ -488,7 +496,7 @@ def fail_early(out: Path, category: str, message: str, context: Dict[str, str]) 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--kver', default='6.12')
-    ap.add_argument('--smp', type=int, default=4)
+    ap.add_argument('--smp', type=int, default=DEFAULT_SMP)
     ap.add_argument('--filter', default='')
     ap.add_argument('--config', default='default')
     ap.add_argument('--timeout', type=int, default=600, help='seconds for the kernel run')
@@ -593,7 +601,7 @@ def main(argv: Sequence[str]) -> int:
         name = usertree.tree_key(Path(args.tree).expanduser().resolve())[0]
         return fail_early(args.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
                           {'tree': str(args.tree), 'rev': args.rev, 'commit': commit()})
-    out = args.out or out_dir(args.kver, args.config, bool(args.fixes), user)
+    out = args.out or out_dir(args.kver, args.config, bool(args.fixes), user, args.smp)
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
                'filter': args.filter, 'fixes': str(args.fixes), 'strict': str(args.strict),
                'commit': commit(), **tree_context(user)}

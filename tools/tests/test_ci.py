@@ -66,7 +66,7 @@ class GitLabTest(unittest.TestCase):
         self.doc = yaml.safe_load((REPO / '.gitlab-ci.yml').read_text())
 
     def test_kernel_jobs_are_matrix_list(self) -> None:
-        jobs = [f"{j['TARGET']} KVER={j['KVER']} CONFIG={j['CONFIG']}"
+        jobs = [f"{j['TARGET']} KVER={j['KVER']} CONFIG={j['CONFIG']} {j.get('EXTRA', '')}".strip()
                 for j in gitlab_jobs(self.doc, 'kernel')]
         self.assertEqual(sorted(jobs), sorted(matrix_list()))
         self.assertIn('make $TARGET KVER=$KVER CONFIG=$CONFIG $EXTRA || rc=$?',
@@ -105,12 +105,12 @@ class GitHubTest(unittest.TestCase):
         return steps
 
     def test_kernel_jobs_are_matrix_list(self) -> None:
-        jobs = [f"{j['target']} KVER={j['kver']} CONFIG={j['config']}"
+        jobs = [f"{j['target']} KVER={j['kver']} CONFIG={j['config']} {j.get('extra', '')}".strip()
                 for j in github_jobs(self.doc, 'kernel')]
         self.assertEqual(sorted(jobs), sorted(matrix_list()))
         runs = [s.get('run', '') for s in self.steps('kernel')]
         self.assertIn('make ${{ matrix.target }} KVER=${{ matrix.kver }} '
-                      'CONFIG=${{ matrix.config }}', runs)
+                      'CONFIG=${{ matrix.config }} ${{ matrix.extra }}', runs)
         self.assertFalse(self.doc['jobs']['kernel']['strategy']['fail-fast'])
 
     def test_mutant_shards_cover_the_set_once(self) -> None:
@@ -140,13 +140,23 @@ class GitHubTest(unittest.TestCase):
 class MatrixListTest(unittest.TestCase):
     def test_default_is_the_coverage_job(self) -> None:
         self.assertEqual(matrix_list('CONFIGS=default debug', 'KVER=6.1'),
-                         ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=debug'])
+                         ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=debug',
+                          'run KVER=6.1 CONFIG=default SMP=2'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.12 6.1'),
                          ['coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default',
+                          'run KVER=6.12 CONFIG=default SMP=2',
+                          'run KVER=6.1 CONFIG=default SMP=2',
                           'series-test KVER=6.12 CONFIG=default',
                           'tree-test KVER=6.12 CONFIG=default'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.1'),
-                         ['coverage KVER=6.1 CONFIG=default'])
+                         ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=default SMP=2'])
+
+    def test_the_default_kernel_boots_with_2_cpus_too(self) -> None:
+        """SMP=2 is the same kernel booted again (findings/12): only where default is built."""
+        jobs = matrix_list()
+        for kver in ('6.12', '6.1'):
+            self.assertIn(f'run KVER={kver} CONFIG=default SMP=2', jobs)
+        self.assertEqual([j for j in matrix_list('CONFIGS=debug', 'KVERS=6.1') if 'SMP' in j], [])
 
     def test_the_series_is_checked_for_6_12(self) -> None:
         self.assertIn('series-test KVER=6.12 CONFIG=default', matrix_list())

@@ -378,6 +378,9 @@ class CommandTest(unittest.TestCase):
     def test_out_dir_of_fixes(self) -> None:
         self.assertEqual(run.out_dir('6.12', 'debug', True).name, '6.12-debug-fixes')
         self.assertEqual(run.out_dir('6.12', 'default').name, '6.12')
+        self.assertEqual(run.out_dir('6.12', 'default', smp=2).name, '6.12-smp2')
+        self.assertEqual(run.out_dir('6.1', 'debug', True, smp=8).name, '6.1-debug-smp8-fixes')
+        self.assertEqual(run.out_dir('6.12', 'default', smp=run.DEFAULT_SMP).name, '6.12')
 
 
 class EarlyFailureTest(unittest.TestCase):
