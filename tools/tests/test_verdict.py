@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 import re
 import tempfile
 import unittest
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from cpuhpk import junit, ktap, verdict
 from tests import recorded
 
 DATA = Path(__file__).parent / 'data'
-KUNIT = Path(__file__).resolve().parents[2] / 'kunit'
+REPO = Path(__file__).resolve().parents[2]
+KUNIT = REPO / 'kunit'
 # Debian's python3-junitparser: a real JUnit consumer, not our own reader.
 junitparser: Any = importlib.import_module('junitparser')
 
@@ -269,6 +271,39 @@ class KnownFailureTest(unittest.TestCase):
 
     def test_the_real_table_parses(self) -> None:
         self.assertTrue(verdict.read_known_failures(KUNIT / 'known-failures-6.12'))
+
+
+class FixesCoverTest(unittest.TestCase):
+    """The tables say which of our fixes covers which entry (src/<KVER>/fixes/NNNN).
+
+    An entry a fix covers applies with fixes=0 only: under FIXES=1 its failure
+    is red, and without the fix a run where it did not occur says so. Every
+    fix of a series covers at least one entry: a fix nothing proves is not
+    kept.
+    """
+    FIX = re.compile(r'src/(?:<KVER>|[0-9.]+)/fixes/(\d{4})')
+
+    def entries(self, kver: str) -> List[Tuple[str, Dict[str, str], str]]:
+        known = verdict.read_known_failures(KUNIT / f'known-failures-{kver}')
+        skips = [s for s in verdict.read_expected_skips(KUNIT / 'expected-skips')
+                 if fnmatch.fnmatchcase(kver, s.when.get('kver', '*'))]
+        return ([(k.case, k.when, k.why) for k in known] +
+                [(s.case, s.when, s.why) for s in skips])
+
+    def test_each_fix_covers_entries_that_apply_without_it(self) -> None:
+        for kver in ('6.12', '6.1'):
+            series = (REPO / 'src' / kver / 'fixes' / 'series').read_text().split()
+            numbers = {name[:4] for name in series}
+            named = set()
+            for case, when, why in self.entries(kver):
+                refs = self.FIX.findall(why)
+                with self.subTest(kver=kver, case=case, why=why[:60]):
+                    self.assertEqual(bool(refs), when.get('fixes') == '0',
+                                     'an entry names its fix exactly when it applies with fixes=0')
+                    self.assertLessEqual(set(refs), numbers, f'src/{kver}/fixes/series')
+                named |= set(refs)
+            with self.subTest(kver=kver):
+                self.assertEqual(named, numbers, 'every fix covers an entry of the tables')
 
 
 class KnownReportTest(unittest.TestCase):
