@@ -141,15 +141,19 @@ class MatrixListTest(unittest.TestCase):
     def test_default_is_the_coverage_job(self) -> None:
         self.assertEqual(matrix_list('CONFIGS=default debug', 'KVER=6.1'),
                          ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=debug',
-                          'run KVER=6.1 CONFIG=default SMP=2'])
+                          'run KVER=6.1 CONFIG=default SMP=2',
+                          'fixes-test KVER=6.1 CONFIG=default'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.12 6.1'),
                          ['coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default',
                           'run KVER=6.12 CONFIG=default SMP=2',
                           'run KVER=6.1 CONFIG=default SMP=2',
+                          'fixes-test KVER=6.12 CONFIG=default',
+                          'fixes-test KVER=6.1 CONFIG=default',
                           'series-test KVER=6.12 CONFIG=default',
                           'tree-test KVER=6.12 CONFIG=default'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.1'),
-                         ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=default SMP=2'])
+                         ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=default SMP=2',
+                          'fixes-test KVER=6.1 CONFIG=default'])
 
     def test_the_default_kernel_boots_with_2_cpus_too(self) -> None:
         """SMP=2 is the same kernel booted again (findings/12): only where default is built."""
