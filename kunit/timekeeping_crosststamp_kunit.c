@@ -24,7 +24,17 @@
  *    with -EINVAL when there is no history, the history starts after the
  *    counter value, or the history was taken before a clocksource change;
  *  - interpolating across a history too long for 64-bit arithmetic is
- *    refused with -EOVERFLOW.
+ *    refused with -EOVERFLOW; a history of more than 2^32 counts whose
+ *    products fit is interpolated;
+ *  - both ends of the current interval and the history's start are in
+ *    them ("chronologically in [start, end]"), on a 64-bit counter and
+ *    across the wrap of a 32-bit one; a history across a wrap is
+ *    interpolated like any other;
+ *  - a clock set inside the history does not refuse it (a clocksource
+ *    change does); realtime is then not interpolated across the step but
+ *    follows the timeline of the end it is interpolated from;
+ *  - a timekeeping update while get_time_fn() runs makes the kernel call it
+ *    again (the seqcount retry), and the result is the last call's.
  *
  * How it is observed: a fake device whose get_time_fn() reports a chosen
  * error, device time and system counter value. The test registers its own
@@ -35,7 +45,9 @@
  * raw clock runs at the clocksource's mult; realtime at the NTP-adjusted
  * one, bounded below). The rating is above every real clocksource, so
  * registering one makes it the timekeeping clocksource and unregistering it
- * gives the previous one back.
+ * gives the previous one back. One of them, the controlled clocksource, can
+ * be held at a chosen value and cut to a 32-bit mask, which makes the
+ * interval's ends exact and a wrap a matter of a fraction of a second.
  */
 
 #include <kunit/test.h>
@@ -208,9 +220,15 @@ static void crosststamp_set_base(struct clocksource *cs, struct clocksource_base
 }
 #endif
 
+/* The TSC's frequency, and the test clocksources' counts per ns of it. */
+static u32 crosststamp_tsc_khz;
+static u32 crosststamp_counts_per_ns = 1;
+
 struct crosststamp_dev {
 	int err;			/* returned by get_time_fn() when not 0 */
 	bool counter_is_now;		/* report a counter value of now, see below */
+	bool snapshot;			/* take @now in each call, report @counter */
+	unsigned int wait_calls;	/* the first calls wait for two ticks */
 	const struct clocksource_base *base;	/* report it in this base clock */
 	bool use_nsecs;			/* the base clock's value in ns */
 	struct system_counterval_t counter;	/* counter value reported */
@@ -256,6 +274,31 @@ static void crosststamp_dev_now(struct crosststamp_dev *dev)
 				      base->denominator;
 }
 
+/*
+ * Spin until jiffies advanced @ticks times, for at most a second of the
+ * TSC: inside the timekeeper's read section nothing may sleep. A tick that
+ * advances jiffies also runs the timekeeping update (do_timer() and
+ * update_wall_time() go together), which starts a new update interval
+ * once a whole one has passed: two ticks make sure of one.
+ */
+static void crosststamp_wait_ticks(unsigned int ticks)
+{
+	unsigned long until = jiffies + ticks;
+	u64 timeout = get_cycles() + (u64)crosststamp_tsc_khz * MSEC_PER_SEC;
+
+	while (time_before(jiffies, until) && get_cycles() < timeout)
+		cpu_relax();
+}
+
+/* Sleep until jiffies advanced @ticks times (outside any read section). */
+static void crosststamp_sleep_ticks(unsigned long ticks)
+{
+	unsigned long until = jiffies + ticks;
+
+	while (time_before(jiffies, until))
+		schedule_timeout_uninterruptible(1);
+}
+
 /* The fake device's get_time_fn(): reports what @ctx says. */
 static int crosststamp_dev_get_time(ktime_t *device_time,
 				    struct system_counterval_t *counter,
@@ -267,12 +310,16 @@ static int crosststamp_dev_get_time(ktime_t *device_time,
 	if (dev->err)
 		return dev->err;
 	*device_time = CROSSTSTAMP_DEVICE_TIME;
+	if (dev->calls <= dev->wait_calls)
+		crosststamp_wait_ticks(2);
 	/*
 	 * Called inside the timekeeper's seqcount read section, so the
 	 * snapshot sees the same timekeeper state as the caller.
 	 */
 	if (dev->counter_is_now)
 		crosststamp_dev_now(dev);
+	else if (dev->snapshot)
+		ktime_get_snapshot(&dev->now);
 	*counter = dev->counter;
 	return 0;
 }
@@ -327,9 +374,6 @@ static s64 crosststamp_ns_apart(ktime_t a, ktime_t b)
 	return d < 0 ? -d : d;
 }
 
-static u32 crosststamp_tsc_khz;
-static u32 crosststamp_counts_per_ns = 1;
-
 /* The TSC in counts of 1/crosststamp_counts_per_ns ns: the test clocksources' counter. */
 static u64 crosststamp_test_cs_read(struct clocksource *cs)
 {
@@ -340,30 +384,103 @@ static u64 crosststamp_test_cs_read(struct clocksource *cs)
 KUNIT_DEFINE_ACTION_WRAPPER(crosststamp_unregister_cs, clocksource_unregister,
 			    struct clocksource *);
 
-/*
- * Register a clocksource with ID @id and, if not NULL, base clock @base
- * that counts @counts_per_ns per nanosecond of the TSC (mult = (1 << shift)
- * / @counts_per_ns), and make it the timekeeping clocksource until the test
- * ends. @rank (0 or 1) orders several: the higher one wins.
- */
-static struct clocksource *crosststamp_register_cs(struct kunit *test, enum clocksource_ids id,
-						   int rank, struct clocksource_base *base,
-						   u32 counts_per_ns)
+/* The test clocksources count the TSC: skip without one of known frequency. */
+static void crosststamp_need_tsc(struct kunit *test)
 {
-	struct clocksource *cs;
-
 #ifdef CONFIG_X86_TSC
 	crosststamp_tsc_khz = tsc_khz;
 #endif
 	if (!crosststamp_tsc_khz)
 		kunit_skip(test, "no TSC of known frequency to back a test clocksource");
+}
 
+/*
+ * The controlled clocksource: the test clocksources' counter plus an
+ * offset, cut to a mask (a 32-bit one wraps every 4.3 s), or, while held,
+ * a value the case chose. Holding it makes the counter values timekeeping
+ * reads exact: the read that starts an update interval (cycle_last, on a
+ * clocksource change) and the read of "now" are then values the case
+ * knows. A hold is released only once the counter has passed the held
+ * value, so timekeeping never sees it go back.
+ */
+static struct {
+	u64 offset;
+	u64 mask;
+	u64 value;		/* returned while held */
+	bool held;
+} crosststamp_ctl;
+
+static u64 crosststamp_ctl_running(void)
+{
+	return (crosststamp_test_cs_read(NULL) + crosststamp_ctl.offset) & crosststamp_ctl.mask;
+}
+
+static u64 crosststamp_ctl_read(struct clocksource *cs)
+{
+	if (READ_ONCE(crosststamp_ctl.held)) {
+		smp_rmb();	/* the value written before held was set */
+		return READ_ONCE(crosststamp_ctl.value);
+	}
+	return crosststamp_ctl_running();
+}
+
+/* True when @a lies after @b on the counter, across a wrap too. */
+static bool crosststamp_ctl_after(u64 a, u64 b)
+{
+	u64 d = (a - b) & crosststamp_ctl.mask;
+
+	return d && d <= crosststamp_ctl.mask >> 1;
+}
+
+/* Hold the controlled clocksource at @value (not before a value it returned). */
+static void crosststamp_ctl_hold(u64 value)
+{
+	WRITE_ONCE(crosststamp_ctl.value, value & crosststamp_ctl.mask);
+	smp_wmb();	/* the value before held, for crosststamp_ctl_read() */
+	WRITE_ONCE(crosststamp_ctl.held, true);
+}
+
+/* Let it run again once the counter has passed the held value. */
+static void crosststamp_ctl_release(void *unused)
+{
+	u64 until = get_cycles() + (u64)crosststamp_tsc_khz * MSEC_PER_SEC;
+
+	if (!READ_ONCE(crosststamp_ctl.held))
+		return;
+	/* The time is held too: wait on the TSC, not on a timer. */
+	while (!crosststamp_ctl_after(crosststamp_ctl_running(), crosststamp_ctl.value) &&
+	       crosststamp_ctl_running() != crosststamp_ctl.value) {
+		if (get_cycles() > until) {
+			/* Never go back: keep it held (the case is red already). */
+			pr_err("crosststamp: the counter did not pass the held value in 1 s\n");
+			return;
+		}
+		cpu_relax();
+	}
+	WRITE_ONCE(crosststamp_ctl.held, false);
+}
+
+/*
+ * Register a clocksource with ID @id and, if not NULL, base clock @base
+ * that counts @counts_per_ns per nanosecond of the TSC (mult = (1 << shift)
+ * / @counts_per_ns), read by @read with @mask, and make it the timekeeping
+ * clocksource until the test ends. @rank (0 or 1) orders several: the
+ * higher one wins.
+ */
+static struct clocksource *__crosststamp_register_cs(struct kunit *test, enum clocksource_ids id,
+						     int rank, struct clocksource_base *base,
+						     u32 counts_per_ns,
+						     u64 (*read)(struct clocksource *), u64 mask)
+{
+	struct clocksource *cs;
+
+	crosststamp_need_tsc(test);
 	cs = kunit_kzalloc(test, sizeof(*cs), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, cs);
 	cs->name = crosststamp_test_cs_names[rank];
 	cs->rating = CROSSTSTAMP_TEST_CS_RATING + rank;
-	cs->read = crosststamp_test_cs_read;
-	cs->mask = CLOCKSOURCE_MASK(64);
+	cs->read = read;
+	cs->mask = mask;
 	cs->flags = CLOCK_SOURCE_IS_CONTINUOUS;
 	cs->mult = (1 << CROSSTSTAMP_NS_SHIFT) / counts_per_ns;
 	cs->shift = CROSSTSTAMP_NS_SHIFT;
@@ -378,6 +495,36 @@ static struct clocksource *crosststamp_register_cs(struct kunit *test, enum cloc
 			    "%s did not become the timekeeping clocksource (clocksource= on the command line?)",
 			    cs->name);
 	return cs;
+}
+
+static struct clocksource *crosststamp_register_cs(struct kunit *test, enum clocksource_ids id,
+						   int rank, struct clocksource_base *base,
+						   u32 counts_per_ns)
+{
+	return __crosststamp_register_cs(test, id, rank, base, counts_per_ns,
+					 crosststamp_test_cs_read, CLOCKSOURCE_MASK(64));
+}
+
+/*
+ * The controlled clocksource, counting nanoseconds, @mask wide, made current
+ * while held at @held, where its running counter is set too: the switch
+ * reads it, so the current update interval starts at @held exactly
+ * (cycle_last), and until a tick passes a whole interval the realtime mult
+ * is the raw one (1 << shift, set by the switch), so realtime and monotonic
+ * raw advance exactly 1 ns per count. The hold ends with the case, if the
+ * case does not end it first (timekeeping's time stands still meanwhile).
+ */
+static void crosststamp_use_ctl_cs(struct kunit *test, u64 mask, u64 held)
+{
+	crosststamp_need_tsc(test);
+	crosststamp_counts_per_ns = 1;
+	crosststamp_ctl.mask = mask;
+	crosststamp_ctl.offset = 0;
+	crosststamp_ctl.offset = (held - crosststamp_ctl_running()) & mask;
+	crosststamp_ctl_hold(held);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_ctl_release, NULL), 0);
+	__crosststamp_register_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL,
+				  1, crosststamp_ctl_read, mask);
 }
 
 /* As above, counting nanoseconds: mult = 1 << shift. */
@@ -670,12 +817,8 @@ static void crosststamp_interpolate(struct kunit *test, enum crosststamp_closer_
 	 * the closer end unless this thread is held up for half as long (the
 	 * case still checks the result, only through the other branch).
 	 */
-	if (near == CROSSTSTAMP_NEAR_INTERVAL) {
-		unsigned long until = jiffies + CROSSTSTAMP_BACKWARD_TICKS;
-
-		while (time_before(jiffies, until))
-			schedule_timeout_uninterruptible(1);
-	}
+	if (near == CROSSTSTAMP_NEAR_INTERVAL)
+		crosststamp_sleep_ticks(CROSSTSTAMP_BACKWARD_TICKS);
 	ktime_get_snapshot(&then);
 	dev.counter.cycles = then.cycles;
 	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
@@ -792,6 +935,327 @@ static void crosststamp_history_clocksource_changed(struct kunit *test)
 	KUNIT_EXPECT_LE(test, xt.sys_monoraw, after.raw);
 }
 
+/*
+ * Both ends of the current update interval are in it, as the code says
+ * ("chronologically in [start, end]"): a counter value exactly at the
+ * interval's start (cycle_last) and one exactly at the counter's current
+ * value are converted; one count before the start or after now is refused
+ * (-EINVAL: without history). The controlled clocksource makes both ends
+ * exact (crosststamp_use_ctl_cs()): monotonic raw and realtime advance 1 ns
+ * per count, so each expected value is a snapshot's of now less the counts
+ * between. @mask and @start put the interval across a wrap of the counter
+ * or not.
+ */
+static void crosststamp_interval_ends(struct kunit *test, u64 mask, u64 start)
+{
+	const u64 end = (start + 2 * CROSSTSTAMP_AHEAD - 1) & mask;
+	const u64 in[] = { start, (start + CROSSTSTAMP_AHEAD) & mask, end, mask, 0 };
+	const u64 out[] = { (start - 1) & mask, (end + 1) & mask };
+	struct crosststamp_dev dev = {};
+	struct system_device_crosststamp xt;
+	struct system_time_snapshot now;
+	unsigned int i;
+
+	crosststamp_use_ctl_cs(test, mask, start);
+	crosststamp_ctl_hold(end);
+	ktime_get_snapshot(&now);
+	KUNIT_ASSERT_EQ(test, now.cycles, end);
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&now));
+
+	for (i = 0; i < ARRAY_SIZE(in); i++) {
+		u64 d = (end - in[i]) & mask;
+
+		/* The wrap's two sides: only when the interval crosses it. */
+		if (d > end - start && start < end)
+			continue;
+		dev.counter.cycles = in[i];
+		KUNIT_EXPECT_EQ_MSG(test, crosststamp_get(&dev, NULL, &xt), 0,
+				    "counter %#llx in the interval [%#llx, %#llx]",
+				    in[i], start, end);
+		KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_sub_ns(now.raw, d),
+				    "counter %#llx, %llu counts before now", in[i], d);
+		KUNIT_EXPECT_EQ_MSG(test, xt.sys_realtime, ktime_sub_ns(now.real, d),
+				    "counter %#llx, %llu counts before now", in[i], d);
+	}
+	for (i = 0; i < ARRAY_SIZE(out); i++) {
+		dev.counter.cycles = out[i];
+		KUNIT_EXPECT_EQ_MSG(test, crosststamp_get(&dev, NULL, &xt), -EINVAL,
+				    "counter %#llx outside the interval [%#llx, %#llx], no history",
+				    out[i], start, end);
+	}
+}
+
+/* An interval well inside a 64-bit counter. */
+static void crosststamp_interval_inclusive(struct kunit *test)
+{
+	crosststamp_interval_ends(test, CLOCKSOURCE_MASK(64), BIT_ULL(40));
+}
+
+/*
+ * A 32-bit counter, the interval across its wrap: values on both sides
+ * are in it and converted by the counts between, modulo 2^32.
+ */
+static void crosststamp_interval_across_wrap(struct kunit *test)
+{
+	const u64 mask = CLOCKSOURCE_MASK(32);
+
+	crosststamp_interval_ends(test, mask, mask + 1 - CROSSTSTAMP_AHEAD);
+}
+
+/*
+ * A counter value exactly at the history's counter value is in the history
+ * ([start, end] there too): interpolated forward from the history by
+ * nothing, it is the history's monotonic raw and realtime, exactly.
+ */
+static void crosststamp_history_start(struct kunit *test)
+{
+	struct system_time_snapshot history;
+	struct crosststamp_dev dev = {};
+	struct system_device_crosststamp xt;
+
+	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
+	ktime_get_snapshot(&history);
+	dev.counter.cycles = history.cycles;
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&history));
+	KUNIT_ASSERT_EQ(test, crosststamp_wait_for_new_interval(&dev), -EINVAL);
+
+	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
+	KUNIT_EXPECT_EQ(test, xt.sys_monoraw, history.raw);
+	KUNIT_EXPECT_EQ(test, xt.sys_realtime, history.real);
+}
+
+/* How long after the history a 32-bit counter wraps. */
+#define CROSSTSTAMP_WRAP_IN		(200 * NSEC_PER_MSEC)
+
+/*
+ * The controlled clocksource, 32 bits wide, running from CROSSTSTAMP_WRAP_IN
+ * counts before its wrap; @history is taken at once, before the wrap.
+ */
+static void crosststamp_wrap_after_history(struct kunit *test,
+					   struct system_time_snapshot *history)
+{
+	const u64 mask = CLOCKSOURCE_MASK(32);
+
+	crosststamp_use_ctl_cs(test, mask, mask + 1 - CROSSTSTAMP_WRAP_IN);
+	crosststamp_ctl_release(NULL);
+	ktime_get_snapshot(history);
+	KUNIT_ASSERT_GT_MSG(test, history->cycles, mask >> 1,
+			    "the counter wrapped before the history: registering took %llu ns",
+			    (u64)CROSSTSTAMP_WRAP_IN);
+	KUNIT_ASSERT_LT(test, history->cycles, mask - CROSSTSTAMP_AHEAD);
+}
+
+/*
+ * Wait for the wrap after @history, then for an update interval that starts
+ * after it (three ticks: each moves the interval's start by whole update
+ * intervals to within one of now). Returns the first counter value seen
+ * after the wrap: it lies before that interval.
+ */
+static u64 crosststamp_wait_for_wrap(struct kunit *test,
+				     const struct system_time_snapshot *history, u64 mask)
+{
+	unsigned long timeout = jiffies + CROSSTSTAMP_UPDATE_TIMEOUT;
+	u64 wrapped;
+
+	while ((wrapped = crosststamp_ctl_running()) > history->cycles &&
+	       time_before(jiffies, timeout))
+		schedule_timeout_uninterruptible(1);
+	KUNIT_ASSERT_LT_MSG(test, wrapped, history->cycles, "the counter did not wrap");
+	crosststamp_sleep_ticks(3);
+	return wrapped;
+}
+
+/*
+ * A history across a wrap of a 32-bit counter: the history and the counter
+ * value CROSSTSTAMP_AHEAD counts after it lie before the wrap, the current
+ * interval after it. timestamp_in_interval() takes the wrap into account,
+ * and so must the interpolation: monotonic raw is the history's plus the
+ * counts between, exactly (the raw clock is linear in the counter), as for
+ * any history (crosststamp_interpolate()).
+ */
+static void crosststamp_history_across_wrap(struct kunit *test)
+{
+	const u64 mask = CLOCKSOURCE_MASK(32);
+	struct system_time_snapshot history;
+	struct crosststamp_dev dev = {};
+	struct system_device_crosststamp xt;
+
+	crosststamp_wrap_after_history(test, &history);
+	dev.counter.cycles = history.cycles + CROSSTSTAMP_AHEAD;
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&history));
+	crosststamp_wait_for_wrap(test, &history, mask);
+	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, NULL, &xt), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
+	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, CROSSTSTAMP_AHEAD),
+			    "history %#llx, counter %#llx, interval after the wrap",
+			    history.cycles, dev.counter.cycles);
+	KUNIT_EXPECT_LE(test, crosststamp_ns_apart(xt.sys_realtime,
+						   ktime_add_ns(history.real, CROSSTSTAMP_AHEAD)),
+			crosststamp_real_tolerance_ns(&history));
+}
+
+/*
+ * After a wrap, a counter value between the wrap and the start of the
+ * current interval lies before the interval, as before any wrap: without
+ * history it is refused (-EINVAL), with the history from before the wrap it
+ * is interpolated, to the history's monotonic raw plus the counts between
+ * (modulo 2^32). The interval's start is where ticks moved it, whole update
+ * intervals at a time, from before the wrap.
+ */
+static void crosststamp_history_after_wrap(struct kunit *test)
+{
+	const u64 mask = CLOCKSOURCE_MASK(32);
+	struct system_time_snapshot history;
+	struct crosststamp_dev dev = {};
+	struct system_device_crosststamp xt;
+	u64 d;
+
+	crosststamp_wrap_after_history(test, &history);
+	dev.counter.cycles = crosststamp_wait_for_wrap(test, &history, mask);
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&history));
+	d = (dev.counter.cycles - history.cycles) & mask;
+
+	KUNIT_EXPECT_EQ_MSG(test, crosststamp_get(&dev, NULL, &xt), -EINVAL,
+			    "counter %#llx, after the wrap, before the interval", dev.counter.cycles);
+	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
+	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
+			    "history %#llx, counter %#llx after the wrap: %llu counts after it",
+			    history.cycles, dev.counter.cycles, d);
+	KUNIT_EXPECT_LE(test, crosststamp_ns_apart(xt.sys_realtime,
+						   ktime_add_ns(history.real, d)),
+			crosststamp_real_tolerance_ns(&history));
+}
+
+static const enum crosststamp_closer_end crosststamp_closer_ends[] = {
+	CROSSTSTAMP_NEAR_HISTORY, CROSSTSTAMP_NEAR_INTERVAL,
+};
+
+static void crosststamp_closer_end_desc(const enum crosststamp_closer_end *near, char *desc)
+{
+	strscpy(desc, *near == CROSSTSTAMP_NEAR_HISTORY ? "forward_from_history" :
+		"back_from_interval", KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(crosststamp_closer_end, crosststamp_closer_ends, crosststamp_closer_end_desc);
+
+/*
+ * The clock set inside the history (realtime moved by a third of a second,
+ * no clocksource change): the history is still accepted (only a
+ * clocksource change refuses one, crosststamp_history_clocksource_changed()),
+ * monotonic raw is interpolated as always, and realtime is not interpolated
+ * across the step (the discontinuity): the raw correction is scaled by the
+ * realtime mult over the raw one instead, so realtime lies on the timeline
+ * of the end it is interpolated from: before the step when forward from the
+ * history, after it when back from the interval (a snapshot in the same
+ * interval, taken in get_time_fn(), gives that timeline). Interpolated
+ * across the step, realtime would be off by a share of the third of a
+ * second: far outside the MAXFREQ bound.
+ */
+static void crosststamp_history_clock_set(struct kunit *test)
+{
+	const enum crosststamp_closer_end *near = test->param_value;
+	struct system_time_snapshot history, then;
+	struct crosststamp_dev dev = { .snapshot = true };
+	struct system_device_crosststamp xt;
+	u64 d, back;
+	s64 *shift;
+
+	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
+	shift = kunit_kzalloc(test, sizeof(*shift), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, shift);
+	*shift = NSEC_PER_SEC / 3;
+	/*
+	 * Which end is closer is made plain: ticks between the history and
+	 * the counter value (then) when interpolating back from the interval,
+	 * ticks between the counter value and the step when forward.
+	 */
+	ktime_get_snapshot(&history);
+	if (*near == CROSSTSTAMP_NEAR_INTERVAL)
+		crosststamp_sleep_ticks(CROSSTSTAMP_BACKWARD_TICKS);
+	ktime_get_snapshot(&then);
+	if (*near == CROSSTSTAMP_NEAR_HISTORY)
+		crosststamp_sleep_ticks(CROSSTSTAMP_BACKWARD_TICKS);
+	/* The step starts a new interval: the counter value lies before it. */
+	crosststamp_shift_realtime(*shift);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_unshift_realtime, shift),
+			0);
+	dev.counter.cycles = then.cycles;
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
+
+	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
+	d = then.cycles - history.cycles;
+	back = dev.now.cycles - then.cycles;
+	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
+			    "%llu counts after the history", d);
+	if (d < back)	/* the kernel's choice, as the case meant it or not */
+		KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime,
+							       ktime_add_ns(history.real, d)),
+				    (s64)div_u64(d * MAXFREQ, NSEC_PER_SEC) + 2,
+				    "%llu counts after the history, before the step", d);
+	else
+		KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime,
+							       ktime_sub_ns(dev.now.real, back)),
+				    (s64)div_u64(back * MAXFREQ, NSEC_PER_SEC) + 3,
+				    "%llu counts before the snapshot in the call, after the step",
+				    back);
+}
+
+/*
+ * A long history: more than 2^32 counts between the history and the
+ * interval (2^33 of a clocksource counting 16 per ns: half a second). The
+ * kernel scales in 64 bits (scale64_check_overflow()): at 16 counts per ns
+ * the products fit, and the counter value 2^31 counts after the history is
+ * interpolated forward: monotonic raw is the history's plus 2^31 / 16 ns,
+ * to the nanosecond of each truncation (the raw clock counts 1/16 ns).
+ */
+static void crosststamp_history_long(struct kunit *test)
+{
+	const u32 counts_per_ns = 16;
+	struct system_time_snapshot history;
+	struct crosststamp_dev dev = {};
+	struct system_device_crosststamp xt;
+	u64 end;
+
+	crosststamp_register_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL,
+				counts_per_ns);
+	ktime_get_snapshot(&history);
+	dev.counter.cycles = history.cycles + BIT_ULL(31);
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&history));
+	end = history.cycles + BIT_ULL(33);
+	while (crosststamp_test_cs_read(NULL) < end)
+		schedule_timeout_uninterruptible(1);
+	KUNIT_ASSERT_EQ(test, crosststamp_wait_for_new_interval(&dev), -EINVAL);
+
+	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
+	KUNIT_EXPECT_LE(test, crosststamp_ns_apart(xt.sys_monoraw,
+						   ktime_add_ns(history.raw,
+								BIT_ULL(31) / counts_per_ns)), 2);
+	KUNIT_EXPECT_LE(test, crosststamp_ns_apart(xt.sys_realtime,
+						   ktime_add_ns(history.real,
+								BIT_ULL(31) / counts_per_ns)),
+			crosststamp_real_tolerance_ns(&history));
+}
+
+/*
+ * The seqcount retry: a timekeeping update while get_time_fn() runs makes
+ * get_device_system_crosststamp() call it again, and the result is that of
+ * the last call: a counter value of now in it, converted as in
+ * crosststamp_current_clocksource(). The first call waits for two ticks
+ * (crosststamp_wait_ticks()): reliable whenever the ticks run.
+ */
+static void crosststamp_seqcount_retry(struct kunit *test)
+{
+	struct crosststamp_dev dev = { .counter_is_now = true, .wait_calls = 1 };
+	struct system_device_crosststamp xt;
+
+	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
+
+	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, NULL, &xt), 0);
+	KUNIT_EXPECT_GE_MSG(test, dev.calls, 2, "no retry after an update during get_time_fn()");
+	crosststamp_expect_by_hand(test, &dev, &xt);
+}
+
 static struct kunit_case timekeeping_crosststamp_cases[] = {
 	KUNIT_CASE_PARAM(crosststamp_driver_error, crosststamp_driver_error_gen_params),
 	KUNIT_CASE(crosststamp_generic_id),
@@ -803,6 +1267,14 @@ static struct kunit_case timekeeping_crosststamp_cases[] = {
 	KUNIT_CASE(crosststamp_history_after_counter),
 	KUNIT_CASE_SLOW(crosststamp_history_overflow),
 	KUNIT_CASE(crosststamp_history_clocksource_changed),
+	KUNIT_CASE(crosststamp_interval_inclusive),
+	KUNIT_CASE(crosststamp_interval_across_wrap),
+	KUNIT_CASE(crosststamp_history_start),
+	KUNIT_CASE(crosststamp_history_across_wrap),
+	KUNIT_CASE(crosststamp_history_after_wrap),
+	KUNIT_CASE_PARAM(crosststamp_history_clock_set, crosststamp_closer_end_gen_params),
+	KUNIT_CASE_SLOW(crosststamp_history_long),
+	KUNIT_CASE(crosststamp_seqcount_retry),
 	{}
 };
 
