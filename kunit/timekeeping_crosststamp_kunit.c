@@ -228,7 +228,7 @@ struct crosststamp_dev {
 	int err;			/* returned by get_time_fn() when not 0 */
 	bool counter_is_now;		/* report a counter value of now, see below */
 	bool snapshot;			/* take @now in each call, report @counter */
-	unsigned int wait_calls;	/* the first calls wait for two ticks */
+	unsigned int wait_calls;	/* the first calls wait for an update */
 	const struct clocksource_base *base;	/* report it in this base clock */
 	bool use_nsecs;			/* the base clock's value in ns */
 	struct system_counterval_t counter;	/* counter value reported */
@@ -275,18 +275,19 @@ static void crosststamp_dev_now(struct crosststamp_dev *dev)
 }
 
 /*
- * Spin until jiffies advanced @ticks times, for at most a second of the
- * TSC: inside the timekeeper's read section nothing may sleep. A tick that
- * advances jiffies also runs the timekeeping update (do_timer() and
- * update_wall_time() go together), which starts a new update interval
- * once a whole one has passed: two ticks make sure of one.
+ * Spin until timekeeping has run an update, for at most a second of the
+ * TSC: inside the timekeeper's read section nothing may sleep. The coarse
+ * clock moves only with an update, after its write of the timekeeper's
+ * seqcount, so a reader that began before is certain to retry. (Waiting for
+ * jiffies is not: they advance before update_wall_time() writes, and a
+ * tick may find less than a whole update interval to account.)
  */
-static void crosststamp_wait_ticks(unsigned int ticks)
+static void crosststamp_wait_for_update(void)
 {
-	unsigned long until = jiffies + ticks;
+	u64 coarse = ktime_get_coarse_ns();
 	u64 timeout = get_cycles() + (u64)crosststamp_tsc_khz * MSEC_PER_SEC;
 
-	while (time_before(jiffies, until) && get_cycles() < timeout)
+	while (ktime_get_coarse_ns() == coarse && get_cycles() < timeout)
 		cpu_relax();
 }
 
@@ -311,7 +312,7 @@ static int crosststamp_dev_get_time(ktime_t *device_time,
 		return dev->err;
 	*device_time = CROSSTSTAMP_DEVICE_TIME;
 	if (dev->calls <= dev->wait_calls)
-		crosststamp_wait_ticks(2);
+		crosststamp_wait_for_update();
 	/*
 	 * Called inside the timekeeper's seqcount read section, so the
 	 * snapshot sees the same timekeeper state as the caller.
@@ -1241,8 +1242,8 @@ static void crosststamp_history_long(struct kunit *test)
  * The seqcount retry: a timekeeping update while get_time_fn() runs makes
  * get_device_system_crosststamp() call it again, and the result is that of
  * the last call: a counter value of now in it, converted as in
- * crosststamp_current_clocksource(). The first call waits for two ticks
- * (crosststamp_wait_ticks()): reliable whenever the ticks run.
+ * crosststamp_current_clocksource(). The first call waits for an update
+ * (crosststamp_wait_for_update()): reliable whenever the ticks run.
  */
 static void crosststamp_seqcount_retry(struct kunit *test)
 {

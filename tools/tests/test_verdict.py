@@ -404,6 +404,22 @@ class KnownReportTest(unittest.TestCase):
                 v = verdict.judge_console(log, exp)[2]
                 self.assertIn(case, [p.name for p in v.problems])
 
+    def test_recorded_crosststamp_after_wrap_is_known_without_fixes(self) -> None:
+        # make coverage on 6.12.118 and 6.1.192 (Documentation/findings/13-...):
+        # after a 32-bit wrap a counter value before the interval is taken as in it.
+        case = 'timekeeping_crosststamp.crosststamp_history_after_wrap'
+        for kver in ('6.12', '6.1'):
+            with self.subTest(kver=kver):
+                log = console(f'crosststamp_wrap_{kver}_console.log')
+                v = verdict.judge_console(log, recorded_run('default', kver))[2]
+                self.assertTrue(v.ok, [str(p) for p in v.problems])
+                self.assertIn(case, [p.name for p in v.known])
+                # With our fix applied the same failure is red.
+                exp = recorded_run('default', kver)
+                exp.context['fixes'] = '1'
+                v = verdict.judge_console(log, exp)[2]
+                self.assertIn(case, [p.name for p in v.problems])
+
     def test_report_is_only_for_known_failures(self) -> None:
         with self.assertRaises(ValueError):
             verdict._when('report=x', 'expected-skips:1')
