@@ -851,6 +851,24 @@ static void crosststamp_history_interpolation_backward(struct kunit *test)
 }
 
 /*
+ * A clocksource counting @counts_per_ns per ns made current, @history taken,
+ * @dev set to report the counter value @after counts after it, and the
+ * counter waited for until @span counts after the history.
+ */
+static void crosststamp_long_history(struct kunit *test, u32 counts_per_ns,
+				     struct system_time_snapshot *history,
+				     struct crosststamp_dev *dev, u64 after, u64 span)
+{
+	crosststamp_register_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL,
+				counts_per_ns);
+	ktime_get_snapshot(history);
+	dev->counter.cycles = history->cycles + after;
+	crosststamp_tag(&dev->counter, crosststamp_id_of(history));
+	while (crosststamp_test_cs_read(NULL) < history->cycles + span)
+		schedule_timeout_uninterruptible(1);
+}
+
+/*
  * Interpolating across a long history multiplies two spans of counter
  * values (scale64_check_overflow()): when the product needs more than 64
  * bits the crosststamp is refused with -EOVERFLOW. At 4 counts per ns, a
@@ -860,21 +878,12 @@ static void crosststamp_history_interpolation_backward(struct kunit *test)
  */
 static void crosststamp_history_overflow(struct kunit *test)
 {
-	const u32 counts_per_ns = 4;
 	struct system_time_snapshot history;
 	struct crosststamp_dev dev = {};
 	struct system_device_crosststamp xt;
-	u64 end;
 
-	crosststamp_register_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL,
-				counts_per_ns);
-	ktime_get_snapshot(&history);
-	dev.counter.cycles = history.cycles + BIT_ULL(33);
-	crosststamp_tag(&dev.counter, crosststamp_id_of(&history));
-	/* Wait for the counter, with room for the interval that follows. */
-	end = history.cycles + BIT_ULL(34) + BIT_ULL(31);
-	while (crosststamp_test_cs_read(NULL) < end)
-		schedule_timeout_uninterruptible(1);
+	/* Room after the counter value for the interval that follows. */
+	crosststamp_long_history(test, 4, &history, &dev, BIT_ULL(33), BIT_ULL(34) + BIT_ULL(31));
 
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), -EOVERFLOW);
 }
@@ -1118,7 +1127,8 @@ static void crosststamp_history_after_wrap(struct kunit *test)
 	d = (dev.counter.cycles - history.cycles) & mask;
 
 	KUNIT_EXPECT_EQ_MSG(test, crosststamp_get(&dev, NULL, &xt), -EINVAL,
-			    "counter %#llx, after the wrap, before the interval", dev.counter.cycles);
+			    "counter %#llx, after the wrap, before the interval",
+			    dev.counter.cycles);
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
 	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
 			    "history %#llx, counter %#llx after the wrap: %llu counts after it",
@@ -1216,16 +1226,8 @@ static void crosststamp_history_long(struct kunit *test)
 	struct system_time_snapshot history;
 	struct crosststamp_dev dev = {};
 	struct system_device_crosststamp xt;
-	u64 end;
 
-	crosststamp_register_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL,
-				counts_per_ns);
-	ktime_get_snapshot(&history);
-	dev.counter.cycles = history.cycles + BIT_ULL(31);
-	crosststamp_tag(&dev.counter, crosststamp_id_of(&history));
-	end = history.cycles + BIT_ULL(33);
-	while (crosststamp_test_cs_read(NULL) < end)
-		schedule_timeout_uninterruptible(1);
+	crosststamp_long_history(test, counts_per_ns, &history, &dev, BIT_ULL(31), BIT_ULL(33));
 	KUNIT_ASSERT_EQ(test, crosststamp_wait_for_new_interval(&dev), -EINVAL);
 
 	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);

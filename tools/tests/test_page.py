@@ -21,9 +21,11 @@ import tempfile
 import unittest
 from pathlib import Path
 from typing import List
+from unittest import mock
 
 from cpuhpk import merge, page, run
 from tests import test_whole_console as whole
+from tests.recorded import run_default_expectations
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / 'out' / 'page-test'
@@ -39,7 +41,8 @@ def write_page(name: str, console: List[str]) -> Path:
     out.mkdir(parents=True)
     src = out / 'captured.log'
     src.write_text('\n'.join(console) + '\n')
-    with contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stdout(io.StringIO()), \
+            mock.patch.object(run, 'expectations', run_default_expectations):
         run.main(['--judge', str(src), '--out', str(out / 'run'), '--kver', '6.12'])
     return out / 'run' / 'index.html'
 

@@ -18,8 +18,10 @@ import tempfile
 import unittest
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+from unittest import mock
 
 from cpuhpk import hygiene, junit, ktap, run, verdict
+from tests.recorded import run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
 CONSOLE = DATA / 'run_default_6.12_console.log'
@@ -33,7 +35,7 @@ def lines() -> List[str]:
 def judge(console: List[str], userspace: bool = True,
           context: Optional[Dict[str, str]] = None) -> verdict.Verdict:
     """The verdict of @console, read from a file as make judge reads it."""
-    exp = run.expectations('', dict(context or CONTEXT), userspace=userspace)
+    exp = run_default_expectations('', dict(context or CONTEXT), userspace=userspace)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / 'console.log'
         path.write_text('\n'.join(console) + '\n')
@@ -99,7 +101,7 @@ class IssueRowsTest(unittest.TestCase):
         console = lines()
         i = at(console, CASE)
         console = console[:i] + UBSAN + console[i:]
-        exp = run.expectations('', dict(CONTEXT), userspace=True)
+        exp = run_default_expectations('', dict(CONTEXT), userspace=True)
         _, root, v = verdict.judge_console(ktap.Console(lines=console), exp)
         tc = next(c for c in junit.junit(root, v).getroot().iter('testcase')
                   if c.get('name') == 'cpuhp_rollback_down_fails')
@@ -152,14 +154,16 @@ class IssueRowsTest(unittest.TestCase):
             path.write_text('\n'.join(without) + '\n')
             out = Path(tmp) / 'out'
             args = ['--judge', str(path), '--out', str(out), '--kver', '6.12']
-            with contextlib.redirect_stdout(io.StringIO()) as said:
+            with contextlib.redirect_stdout(io.StringIO()) as said, \
+                    mock.patch.object(run, 'expectations', run_default_expectations):
                 self.assertEqual(run.main(args), 1)
             self.assertIn('user-space suite expected', said.getvalue())
             data = json.loads((out / 'verdict.json').read_text())
             self.assertEqual(data['context']['userspace'], '1')
             self.assertIn(['missing', 'cpuhp_sysfs'],
                           [[p['category'], p['name']] for p in data['problems']])
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    mock.patch.object(run, 'expectations', run_default_expectations):
                 self.assertEqual(run.main(args + ['--userspace', '0']), 0)
 
 
@@ -268,7 +272,7 @@ class KunitPyAgreementTest(unittest.TestCase):
 
     def verdict_of(self, name: str, kver: str) -> verdict.Verdict:
         context = dict(CONTEXT, kver=kver)
-        exp = run.expectations('', context, userspace=True)
+        exp = run_default_expectations('', context, userspace=True)
         return verdict.judge_console(ktap.read_console(DATA / name), exp)[2]
 
     def test_recorded_runs_agree(self) -> None:
@@ -296,7 +300,7 @@ class KunitPyAgreementTest(unittest.TestCase):
             data['sub_groups'][0]['test_cases'].append({'name': 'ghost', 'status': 'PASS'})
             (out / 'results.json').write_text(json.dumps(data))
             shutil.copy(CONSOLE, out / 'console.log')
-            exp = run.expectations('', dict(CONTEXT), userspace=True)
+            exp = run_default_expectations('', dict(CONTEXT), userspace=True)
             _, v = run.judge(out, out / 'console.log', exp, 0, None, 600, 'Starting KUnit Kernel',
                              out / 'results.json')
             self.assertEqual([p.category for p in v.problems], ['kunit.py'])
@@ -330,7 +334,7 @@ class RecordedMaskingTest(unittest.TestCase):
 
     def test_the_second_failure_is_red_and_the_known_one_listed(self) -> None:
         context = dict(CONTEXT, kver='6.1')
-        exp = run.expectations('', context, userspace=True)
+        exp = run_default_expectations('', context, userspace=True)
         v = verdict.judge_console(ktap.read_console(DATA / 'freeze_break_6.1_console.log'),
                                   exp)[2]
         case = 'cpuhp_rollback.cpuhp_rollback_freeze_fails'
