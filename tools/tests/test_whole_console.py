@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import hygiene, junit, ktap, run, verdict
+from cpuhpk import hygiene, junit, ktap, run, tree, verdict
 from tests.recorded import run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -305,6 +305,80 @@ class KunitPyAgreementTest(unittest.TestCase):
                              out / 'results.json')
             self.assertEqual([p.category for p in v.problems], ['kunit.py'])
             self.assertIn('cpuhp_install.ghost: kunit.py PASS, ours (absent)', v.problems[0].detail)
+
+
+class KunitPyDerailedTest(unittest.TestCase):
+    """A kernel line inside the KTAP derails kunit.py's parser, not the run.
+
+    derailed_smp2_6.12_console.log: CI's make run SMP=2 at 6783090, where
+    the i8042 probe printed 'input: AT Raw Set 2 keyboard ...' between
+    cpuhp_install's 'KTAP version 1' and '# Subtest:' line; kunit.py read
+    622 results one level off (derailed_..._kunit_py.json, its live --json)
+    and, given the KTAP lines alone, as we do (..._ktap_only.json, recorded
+    with `kunit.py parse --json` of 6.12.118)."""
+
+    CONTEXT = dict(CONTEXT, smp='2')
+
+    def judge(self, fake_kunit_py: str) -> Tuple[Path, verdict.Verdict, List[str]]:
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        out = Path(tmp.name)
+        shutil.copy(DATA / 'derailed_smp2_6.12_console.log', out / 'console.log')
+        shutil.copy(DATA / 'derailed_smp2_6.12_kunit_py.json', out / 'results.json')
+        kunit_py = out / 'kunit.py'
+        kunit_py.write_text(fake_kunit_py)
+        exp = run.expectations('', dict(self.CONTEXT), userspace=True)
+        logged: List[str] = []
+        with mock.patch.object(tree, 'log', logged.append):
+            _, v = run.judge(out, out / 'console.log', exp, 1, None, 600,
+                             'Starting KUnit Kernel', out / 'results.json', kunit_py)
+        return out, v, logged
+
+    @staticmethod
+    def replays(recorded: Path) -> str:
+        """A kunit.py whose parse writes @recorded as its --json."""
+        return ('import shutil, sys\n'
+                'json = [a for a in sys.argv if a.startswith("--json=")][0][7:]\n'
+                'assert sys.argv[1] == "parse" and sys.argv[-1].endswith(".ktap")\n'
+                f'shutil.copy({str(recorded)!r}, json)\n')
+
+    def test_the_kernel_line_is_found(self) -> None:
+        console = ktap.read_console(DATA / 'derailed_smp2_6.12_console.log').lines
+        kept, foreign = run.kernel_lines_in_ktap(console)
+        derailing = [(n, ln) for n, ln, after_header in foreign if after_header]
+        self.assertEqual(derailing, [(154, 'input: AT Raw Set 2 keyboard as '
+                                           '/devices/platform/i8042/serio0/input/input0')])
+        self.assertGreater(len(foreign), 100)      # the rest kunit.py reads past
+        self.assertGreater(kept, 600)
+        # Every KUnit line is kept: the KTAP alone has every result of ours.
+        kept_lines = [ln for ln in ktap.extract(console) if run.KTAP_LIKE.match(ln)]
+        self.assertEqual(sum(1 for ln in kept_lines if ktap.RESULT.match(ln.strip())),
+                         sum(1 for ln in ktap.extract(console) if ktap.RESULT.match(ln.strip())))
+
+    def test_derailed_parser_is_not_the_run(self) -> None:
+        ktap_only = DATA / 'derailed_smp2_6.12_kunit_py_ktap_only.json'
+        out, v, logged = self.judge(self.replays(ktap_only))
+        self.assertEqual([p.category for p in v.problems], [], v.problems)
+        note = [m for m in logged if 'derailed' in m]
+        self.assertEqual(len(note), 1, logged)
+        self.assertIn("console line 154: 'input: AT Raw Set 2 keyboard", note[0])
+        self.assertIn('read 622 result(s) differently', note[0])
+        # results.json is the agreeing parse (with our verdict merged in).
+        self.assertEqual(run.kunit_py_results(out / 'results-derailed.json'),
+                         run.kunit_py_results(DATA / 'derailed_smp2_6.12_kunit_py.json'))
+        merged = run.kunit_py_results(out / 'results.json')
+        self.assertEqual(merged['cpuhp_install.cpuhp_install_startup_fails.'
+                                'ap_online_dyn_first_cpu'], 'PASS')
+
+    def test_still_disagreeing_stays_red(self) -> None:
+        # kunit.py's parse of the KTAP alone is its derailed one again.
+        _, v, _ = self.judge(self.replays(DATA / 'derailed_smp2_6.12_kunit_py.json'))
+        self.assertEqual([p.category for p in v.problems], ['kunit.py'])
+        self.assertIn('622 result(s)', v.problems[0].message)
+
+    def test_kunit_py_that_fails_leaves_it_red(self) -> None:
+        _, v, _ = self.judge('import sys\nsys.exit(2)\n')
+        self.assertEqual([p.category for p in v.problems], ['kunit.py'])
 
 
 class CleanBootTest(unittest.TestCase):
