@@ -43,7 +43,7 @@ RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONF
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
-.PHONY: bisect tree-test fixes-test reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+.PHONY: bisect tree-test fixes-test fixes-series fixes-series-test reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
@@ -61,6 +61,8 @@ help:
 	@echo '  bisect       git bisect run over TREE= from GOOD= to BAD= with the verdict as the test -> out/bisect-<name>/'
 	@echo '  tree-test    TREE= and make bisect on a test tree made from the cached 6.12 tree (part of make test)'
 	@echo '  fixes-test   run FIXES=1 with SMP=4 and SMP=2: our kernel fixes do what they claim (part of make test)'
+	@echo '  fixes-series our kernel fixes as postable series (cover letters, To/Cc), each checked: applies to the pristine tree, checkpatch, builds'
+	@echo '  fixes-series-test  the same, signed off as the commit author without AUTHOR/git config (part of make test)'
 	@echo '  coverage     run on the default kernel + coverage gate + selftest anchor -> out/$(KVER)/'
 	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
 	@echo '  reports      provoke real kernel reports with LKDTM, judge them -> out/reports/ (RECORD=1: into tools/tests/data/reports/)'
@@ -90,7 +92,7 @@ help:
 	@echo '  RECORD=$(RECORD) BOOTS=$(BOOTS)  make reports: 1 records the consoles as test data; only these boots (tools/cpuhpk/provoke.py)'
 	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
 	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
-	@echo '  AUTHOR=$(AUTHOR)       make series: "Name <email>" of From: and Signed-off-by: (default: git config)'
+	@echo '  AUTHOR=$(AUTHOR)       make series, fixes-series: "Name <email>" of From: and Signed-off-by: (default: git config)'
 	@echo '  SERIES_KVERS=$(SERIES_KVERS)  the series make test checks with series-test'
 	@echo '  TREE=$(TREE)  your kernel git tree instead of the Debian one (never written to); KVER follows its version'
 	@echo '  REV=$(REV) LOCAL=$(LOCAL)  TREE=: the revision; 1: with the uncommitted changes of its tracked files (REV=HEAD)'
@@ -124,7 +126,7 @@ run-debug:
 # (A job is one word here, its arguments joined by commas.)
 JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(k)$(,)CONFIG=$(c))) \
        $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),run$(,)KVER=$(k)$(,)CONFIG=default$(,)SMP=2)) \
-       $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),fixes-test$(,)KVER=$(k)$(,)CONFIG=default)) \
+       $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),fixes-test$(,)KVER=$(k)$(,)CONFIG=default fixes-series-test$(,)KVER=$(k)$(,)CONFIG=default)) \
        $(foreach k,$(filter $(SERIES_KVERS),$(KVERS)),series-test$(,)KVER=$(k)$(,)CONFIG=default) \
        $(if $(filter 6.12,$(KVERS)),tree-test$(,)KVER=6.12$(,)CONFIG=default)
 , := ,
@@ -164,6 +166,16 @@ tree-test:
 # findings/12 needs. Both runs run even when the first is red.
 fixes-test:
 	@rc=0; $(MAKE) run FIXES=1 SMP=4 || rc=1; $(MAKE) run FIXES=1 SMP=2 || rc=1; exit $$rc
+
+# Our kernel fixes as the series they would be posted as
+# (tools/cpuhpk/fixseries.py); its cover letters count the known failures
+# of the runs above, so it comes after fixes-test. Writes out/<KVER>-fixes-series/.
+fixes-series: series-config
+	$(PYTHON) tools/cpuhpk/fixseries.py --kver '$(KVER)' --author '$(AUTHOR)'
+
+# In CI nobody's git config is there: the checks sign off as the commit's author.
+fixes-series-test: series-config
+	$(PYTHON) tools/cpuhpk/fixseries.py --kver '$(KVER)' --author '$(AUTHOR)' --author-of-head
 
 # The kernel jobs make test runs, one a line, as make arguments (for a CI
 # engine's matrix; .gitlab-ci.yml and .github/workflows/ list the same).

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run the cached tree's scripts/checkpatch.pl --strict on kunit/ sources and
-# the patches of src/<KVER>/ and src/<KVER>/fixes/. Usage: tools/checkpatch.sh [KVER]
+# the patches of src/<KVER>/, src/<KVER>/fixes/ and fixes/upstream/. Usage: tools/checkpatch.sh [KVER]
 set -eu
 kver=${1:-6.12}
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +34,7 @@ for f in "$repo"/kunit/*.c "$repo"/kunit/*.h; do
 	[ "${f##*/}" = cpuhp_kunit_compat.h ] && ignore=$ignore,MACRO_ARG_REUSE,MACRO_ARG_PRECEDENCE
 	(cd "$tree" && PATH=/usr/bin:$PATH $cp --ignore "$ignore" -f "$f") || status=1
 done
-for p in "$repo"/src/"$kver"/*.patch "$repo"/src/"$kver"/fixes/*.patch; do
+for p in "$repo"/src/"$kver"/*.patch "$repo"/src/"$kver"/fixes/*.patch "$repo"/src/"$kver"/fixes/upstream/*.patch; do
 	[ -e "$p" ] || continue
 	(cd "$tree" && PATH=/usr/bin:$PATH $cp "$p") || status=1
 done

@@ -65,7 +65,7 @@ def read_job(d: Path) -> Job:
             good = sum(bool(c['ok']) for c in checks)
         except (ValueError, KeyError, TypeError) as e:
             raise tree.PrepareError(f'{d}: series.json is unreadable: {e}') from None
-        return Job(d, f"series KVER={data.get('kver', '?')}",
+        return Job(d, f"{data.get('kind', 'series')} KVER={data.get('kver', '?')}",
                    data.get('verdict') == 'pass' and bool(checks) and good == len(checks),
                    f'{good}/{len(checks)} checks', '')
     if report.is_file():

@@ -72,6 +72,7 @@ class Report:
     """Every check of a make series* run: out/series.json, junit.xml, summary.txt."""
     kver: str
     checks: List[Check] = field(default_factory=list)
+    kind: str = 'series'        # what make target: series, fixes-series
 
     def add(self, name: str, ok: bool, detail: str = '') -> None:
         self.checks.append(Check(name, ok, detail))
@@ -85,13 +86,13 @@ class Report:
     def write(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         (out / 'series.json').write_text(json.dumps(
-            {'kver': self.kver, 'verdict': 'pass' if self.ok else 'fail',
+            {'kver': self.kver, 'kind': self.kind, 'verdict': 'pass' if self.ok else 'fail',
              'checks': [vars(c) for c in self.checks]}, indent=1) + '\n')
-        suite = ET.Element('testsuite', name=f'series KVER={self.kver}',
+        suite = ET.Element('testsuite', name=f'{self.kind} KVER={self.kver}',
                            tests=str(len(self.checks)),
                            failures=str(sum(not c.ok for c in self.checks)))
         for c in self.checks:
-            tc = ET.SubElement(suite, 'testcase', classname='series', name=c.name)
+            tc = ET.SubElement(suite, 'testcase', classname=self.kind, name=c.name)
             if not c.ok:
                 ET.SubElement(tc, 'failure', message=c.detail.splitlines()[0] if c.detail
                               else 'failed').text = c.detail
@@ -102,7 +103,7 @@ class Report:
         ET.indent(top)
         ET.ElementTree(top).write(out / 'junit.xml', encoding='utf-8', xml_declaration=True)
         lines = [f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}" for c in self.checks]
-        lines.append(f'cpuhp-kunit series {self.kver}: ' + ('PASS' if self.ok else 'FAIL'))
+        lines.append(f'cpuhp-kunit {self.kind} {self.kver}: ' + ('PASS' if self.ok else 'FAIL'))
         (out / 'summary.txt').write_text('\n'.join(lines) + '\n')
 
 
