@@ -522,14 +522,19 @@ static int cpuhp_sweep_suite_init(struct kunit_suite *suite)
 			struct cpuhp_sweep_param p = { .dir = dir, .state = s };
 
 			p.skip = cpuhp_sweep_why_not(s, dir, &p.refused);
+			/*
+			 * A callback only in the other direction: armable, cannot
+			 * fire. Decided before the wedging failures are skipped:
+			 * those have a callback, and arming one wedges the CPU
+			 * in cpuhp_sweep_fail_fires as well.
+			 */
+			if (p.skip && !p.refused)
+				cpuhp_sweep_stray[cpuhp_sweep_nr_stray++] = p;
 			if (!p.skip && dir == CPUHP_SWEEP_UP && !cpuhp_sweep_wedging &&
 			    cpuhp_sweep_listed(sp->name, cpuhp_sweep_wedging_up_failures,
 					       ARRAY_SIZE(cpuhp_sweep_wedging_up_failures)))
 				p.skip = CPUHP_SWEEP_WEDGES;
 			cpuhp_sweep_rollbacks[cpuhp_sweep_nr_rollbacks++] = p;
-			/* A callback only in the other direction: armable, cannot fire. */
-			if (p.skip && !p.refused)
-				cpuhp_sweep_stray[cpuhp_sweep_nr_stray++] = p;
 		}
 		if (s != CPUHP_ONLINE) {
 			struct cpuhp_sweep_param t = { .dir = CPUHP_SWEEP_DOWN, .state = s };
