@@ -1,6 +1,8 @@
 # cpuhp-kunit: thin wrapper over tools/; `make help` lists targets and knobs.
 KVER    ?= 6.12
 SMP     ?= 4
+# The guest's CPU topology: flat (one thread per core) or smt (two per core).
+TOPOLOGY ?= flat
 FILTER  ?=
 CONFIG  ?= default
 TIMEOUT ?= 600
@@ -39,7 +41,7 @@ GOOD    ?=
 BAD     ?= HEAD
 
 TREE_ARGS = $(if $(TREE),--tree '$(TREE)' --rev '$(REV)' --local '$(LOCAL)' --series '$(SERIES)')
-RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
+RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --topology '$(TOPOLOGY)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
@@ -77,6 +79,7 @@ help:
 	@echo 'knobs (current value):'
 	@echo '  KVER=$(KVER)      kernel series: linux-source-$$KVER from Debian'
 	@echo '  SMP=$(SMP)          CPUs of the QEMU guest'
+	@echo '  TOPOLOGY=$(TOPOLOGY)     flat: one thread per core; smt: two per core (the SMT control cases) -> out/...-smt/'
 	@echo '  FILTER=$(FILTER)  kunit.py filter_glob, e.g. FILTER=timekeeping_crosststamp.*'
 	@echo '  CONFIG=$(CONFIG)  fragment kconfigs/$$CONFIG.config'
 	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
@@ -126,6 +129,7 @@ run-debug:
 # (A job is one word here, its arguments joined by commas.)
 JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(k)$(,)CONFIG=$(c))) \
        $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),run$(,)KVER=$(k)$(,)CONFIG=default$(,)SMP=2)) \
+       $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),run$(,)KVER=$(k)$(,)CONFIG=default$(,)TOPOLOGY=smt)) \
        $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),fixes-test$(,)KVER=$(k)$(,)CONFIG=default fixes-series-test$(,)KVER=$(k)$(,)CONFIG=default)) \
        $(foreach k,$(filter $(SERIES_KVERS),$(KVERS)),series-test$(,)KVER=$(k)$(,)CONFIG=default) \
        $(if $(filter 6.12,$(KVERS)),tree-test$(,)KVER=6.12$(,)CONFIG=default)

@@ -28,7 +28,12 @@
  *    or a PREPARE state, from offline up to either, running exactly the
  *    callbacks between;
  *  - many down/up cycles, with the completion based waits of 8df3e07e7f21
- *    and e69aab13117e, stay balanced and quiet.
+ *    and e69aab13117e, stay balanced and quiet;
+ *  - "If set, cpu_up and cpu_down will return -EBUSY and do nothing"
+ *    (cpu_hotplug_disabled, kernel/cpu.c): while cpu_hotplug_disable() is in
+ *    force, and between freeze_secondary_cpus() and thaw_secondary_cpus(),
+ *    every way into the state machine is refused and runs nothing; the
+ *    disables nest.
  *
  * Not tested: a teardown failing in the PREPARE section (L) while a CPU goes
  * down. The CPU is dead by then; 6.12 warns "DEAD callback error", returns
@@ -551,7 +556,49 @@ static void cpuhp_rollback_freeze_fails(struct kunit *test)
 	}
 	cpuhp_rollback_expect_balanced(test, rb);
 }
+
+static void cpuhp_rollback_thaw(void *unused)
+{
+	thaw_secondary_cpus();
+}
+
+/*
+ * Between freeze_secondary_cpus() and thaw_secondary_cpus() nothing brings
+ * a frozen CPU up: add_cpu() and a target write give -EBUSY and run
+ * nothing. After the thaw every CPU is online and hotplug works again.
+ */
+static void cpuhp_rollback_frozen_refuses(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int cpu;
+	int ret;
+
+	ret = freeze_secondary_cpus(0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_thaw, NULL), 0);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	cpuhp_rec_clear(rb->rec);
+
+	KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), -EBUSY);
+	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_ONLINE), -EBUSY);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_offline(test, rb);
+
+	kunit_release_action(test, cpuhp_rollback_thaw, NULL);
+	for_each_cpu(cpu, rb->rec->online)
+		KUNIT_EXPECT_TRUE_MSG(test, cpu_online(cpu), "CPU %u", cpu);
+	cpuhp_rec_clear(rb->rec);
+	KUNIT_ASSERT_EQ(test, remove_cpu(rb->cpu), 0);
+	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
+	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_TEARDOWN);
+	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
+	cpuhp_rollback_check(test, rb);
+}
 #else
+static void cpuhp_rollback_frozen_refuses(struct kunit *test)
+{
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+}
+
 static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
 {
 	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
@@ -808,6 +855,65 @@ static void cpuhp_rollback_target_refused(struct kunit *test)
 	cpuhp_rollback_expect_online(test, rb);
 }
 
+static void cpuhp_rollback_enable(void *unused)
+{
+	cpu_hotplug_enable();
+}
+
+/* cpu_hotplug_disable() until the case enables again, or ends. */
+static void cpuhp_rollback_disable(struct kunit *test)
+{
+	cpu_hotplug_disable();
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_enable, NULL), 0);
+}
+
+/* N cannot go down or up now: each way in gives -EBUSY and runs nothing. */
+static void cpuhp_rollback_expect_refused(struct kunit *test, struct cpuhp_rollback *rb)
+{
+	bool online = cpu_online(rb->cpu);
+
+	cpuhp_rec_clear(rb->rec);
+	if (online) {
+		KUNIT_EXPECT_EQ(test, remove_cpu(rb->cpu), -EBUSY);
+		KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_OFFLINE), -EBUSY);
+	} else {
+		KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), -EBUSY);
+		KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_ONLINE), -EBUSY);
+	}
+	cpuhp_rollback_check(test, rb);
+	if (online)
+		cpuhp_rollback_expect_online(test, rb);
+	else
+		cpuhp_rollback_expect_offline(test, rb);
+}
+
+/*
+ * cpu_hotplug_disable() refuses remove_cpu() (the CPU device's offline
+ * path), add_cpu() and target writes with -EBUSY; two disables need two
+ * enables, and after the last one N goes down and up as before.
+ */
+static void cpuhp_rollback_disabled(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+
+	cpuhp_rollback_disable(test);
+	cpuhp_rollback_disable(test);
+	cpuhp_rollback_expect_refused(test, rb);
+	kunit_release_action(test, cpuhp_rollback_enable, NULL);
+	cpuhp_rollback_expect_refused(test, rb);
+	kunit_release_action(test, cpuhp_rollback_enable, NULL);
+
+	cpuhp_rollback_offline(test, rb);
+	cpuhp_rollback_disable(test);
+	cpuhp_rollback_expect_refused(test, rb);
+	kunit_release_action(test, cpuhp_rollback_enable, NULL);
+
+	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
+	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_online(test, rb);
+}
+
 /*
  * Many down/up cycles of N: every callback ran once per cycle and direction,
  * N is online at the end; a lost wakeup would hang (the harness's timeout)
@@ -868,11 +974,13 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_frozen_set_in_suspend),
 	KUNIT_CASE(cpuhp_rollback_frozen_clear_after_thaw),
 	KUNIT_CASE(cpuhp_rollback_freeze_fails),
+	KUNIT_CASE(cpuhp_rollback_frozen_refuses),
 	KUNIT_CASE(cpuhp_rollback_trace_up),
 	KUNIT_CASE(cpuhp_rollback_trace_down),
 	KUNIT_CASE(cpuhp_rollback_trace_multi),
 	KUNIT_CASE_PARAM(cpuhp_rollback_partial_target, cpuhp_rollback_target_gen_params),
 	KUNIT_CASE(cpuhp_rollback_target_refused),
+	KUNIT_CASE(cpuhp_rollback_disabled),
 	KUNIT_CASE_SLOW(cpuhp_rollback_cycles),
 	{}
 };

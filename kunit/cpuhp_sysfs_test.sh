@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_fail_keeps_state"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -144,12 +144,149 @@ boot_cpu_stays() {
 	expect "cpu0 state" "$(cat "$SYS/cpu0/hotplug/state")" "$(state_nr online)"
 }
 
+# A real suspend to RAM as far as the power management test level $1 goes
+# (/sys/power/pm_test, CONFIG_PM_DEBUG): "processors" freezes the tasks,
+# suspends the devices, takes the secondary CPUs down through
+# freeze_secondary_cpus() with hotplug disabled by the PM notifier, and
+# brings everything back, without firmware. No delay at the test level.
+# Returns the write's status; the error text is in $ERR.
+suspend_to() {
+	echo 0 >/sys/module/suspend/parameters/pm_test_delay &&
+	echo "$1" >/sys/power/pm_test || return 1
+	echo mem 2>"$ERR" >/sys/power/state
+}
+
+# Can this guest suspend to RAM (QEMU offers ACPI S3) under pm_test? 1 or 0.
+can_suspend() {
+	[ -w /sys/power/pm_test ] && grep -qw mem /sys/power/state && echo 1 || echo 0
+}
+
+# Every CPU in $1 (numbers) is online at the online state.
+all_online() {
+	on=$(state_nr online)
+	for k in $1; do
+		expect "cpu$k online" "$(cat "$SYS/cpu$k/online" 2>/dev/null || echo 1)" 1 &&
+		expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$on" || return 1
+	done
+}
+
+# The CPUs online now, by number.
+online_cpus() {
+	for d in "$SYS"/cpu[0-9]*; do
+		[ "$(cat "$d/online" 2>/dev/null || echo 1)" = 1 ] && echo "${d##*/cpu}"
+	done
+}
+
+# A suspend at the processors and the core test level takes the secondary
+# CPUs down and brings every one of them back online (freeze/thaw_secondary_cpus).
+suspend_cpus_come_back() {
+	cpus=$(online_cpus)
+	suspend_to processors || { echo "    # suspend (processors): $(cat "$ERR")"; return 1; }
+	all_online "$cpus" || return 1
+	suspend_to core || { echo "    # suspend (core): $(cat "$ERR")"; return 1; }
+	all_online "$cpus"
+}
+
+# A teardown that fails while the suspend takes CPU N down aborts the
+# suspend with its error; every CPU comes back, the failure has fired, and
+# the next suspend goes through.
+suspend_fail_aborts() {
+	cpu=$1 cpus=$(online_cpus)
+	write "$SYS/cpu$cpu/hotplug/fail" "$(state_nr sched:active)" || return 1
+	if suspend_to processors; then
+		echo "    # suspend with cpu$cpu's sched:active teardown failing succeeded"
+		return 1
+	fi
+	grep -q "Resource temporarily unavailable" "$ERR" ||
+		{ echo "    # suspend failed with '$(cat "$ERR")', wanted the teardown's EAGAIN"; return 1; }
+	all_online "$cpus" &&
+	expect "cpu$cpu fail" "$(cat "$SYS/cpu$cpu/hotplug/fail")" -1 &&
+	{ suspend_to processors || { echo "    # next suspend: $(cat "$ERR")"; return 1; }; } &&
+	all_online "$cpus"
+}
+
+# A CPU offline before the suspend is offline after it: the thaw brings up
+# only the CPUs the freeze took down.
+suspend_offline_cpu_stays() {
+	cpu=$1
+	write "$SYS/cpu$cpu/online" 0 || return 1
+	cpus=$(online_cpus)
+	suspend_to processors || { echo "    # suspend: $(cat "$ERR")"; return 1; }
+	all_online "$cpus" &&
+	expect "cpu$cpu online" "$(cat "$SYS/cpu$cpu/online")" 0 &&
+	expect "cpu$cpu state" "$(cat "$SYS/cpu$cpu/hotplug/state")" "$(state_nr offline)" &&
+	write "$SYS/cpu$cpu/online" 1
+}
+
+# The SMT control (/sys/devices/system/cpu/smt/, 05736e4ac13c: "off" takes
+# the secondary thread of every core offline, "on" brings them back),
+# under QEMU with two threads per core (make run TOPOLOGY=smt).
+SMT=$SYS/smt
+
+# Does this guest have SMT siblings the control can switch? 1 or 0.
+has_smt() {
+	[ "$(cat "$SMT/control" 2>/dev/null)" = on ] && [ -n "$(secondary_threads)" ] &&
+		echo 1 || echo 0
+}
+
+# The CPUs that are not the first thread of their core (all CPUs online).
+secondary_threads() {
+	for d in "$SYS"/cpu[0-9]*; do
+		l=$(cat "$d/topology/thread_siblings_list" 2>/dev/null) || continue
+		[ "${d##*/cpu}" != "${l%%[-,]*}" ] && echo "${d##*/cpu}"
+	done
+}
+
+# "off" takes exactly the secondary threads offline (online file, online
+# mask, state) and "on" brings every one of them back.
+smt_control_off_on() {
+	sec=$(secondary_threads) cpus=$(online_cpus)
+	write "$SMT/control" off || return 1
+	expect "smt/control" "$(cat "$SMT/control")" off &&
+	expect "smt/active" "$(cat "$SMT/active")" 0 || return 1
+	for k in $cpus; do
+		want=1
+		for t in $sec; do [ "$t" = "$k" ] && want=0; done
+		expect "cpu$k in the online mask after off" "$(in_online_mask "$k")" "$want" &&
+		expect "cpu$k online after off" "$(cat "$SYS/cpu$k/online" 2>/dev/null || echo 1)" \
+			"$want" || return 1
+		[ "$want" = 0 ] && { expect "cpu$k state after off" \
+			"$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" || return 1; }
+	done
+	write "$SMT/control" on &&
+	expect "smt/control" "$(cat "$SMT/control")" on &&
+	expect "smt/active" "$(cat "$SMT/active")" 1 &&
+	all_online "$cpus"
+}
+
+# A secondary thread whose teardown fails makes "off" fail with that error
+# and stop: the thread is rolled back online, the control still says what it
+# said ("on"), and writing "on" brings back every thread "off" took down.
+smt_control_fail_keeps_state() {
+	cpus=$(online_cpus) t=
+	for k in $(secondary_threads); do t=$k; done
+	write "$SYS/cpu$t/hotplug/fail" "$(state_nr sched:active)" &&
+	write "$SMT/control" off "Resource temporarily unavailable" &&
+	expect "cpu$t online" "$(cat "$SYS/cpu$t/online")" 1 &&
+	expect "cpu$t state" "$(cat "$SYS/cpu$t/hotplug/state")" "$(state_nr online)" &&
+	expect "cpu$t fail" "$(cat "$SYS/cpu$t/hotplug/fail")" -1 || return 1
+	ok=0
+	expect "smt/control after the failed off" "$(cat "$SMT/control")" on || ok=1
+	write "$SMT/control" on && all_online "$cpus" || ok=1
+	return $ok
+}
+
 # Leave every CPU online and nothing armed, whatever happened: through the
 # target file too, since cpuN/online does not see what the target file did.
 restore() {
 	for d in "$SYS"/cpu[0-9]*; do
 		echo -1 >"$d/hotplug/fail" 2>/dev/null
 		state_nr online >"$d/hotplug/target" 2>/dev/null
+		[ -e "$d/online" ] && echo 1 >"$d/online" 2>/dev/null
+	done
+	[ -w /sys/power/pm_test ] && echo none >/sys/power/pm_test
+	[ -w "$SMT/control" ] && [ "$(cat "$SMT/control")" != on ] && echo on >"$SMT/control" 2>/dev/null
+	for d in "$SYS"/cpu[0-9]*; do
 		[ -e "$d/online" ] && echo 1 >"$d/online" 2>/dev/null
 	done
 }
@@ -166,6 +303,20 @@ for c in $CASES; do
 		echo "    ok $n $c # SKIP needs two online CPUs"
 		continue
 	fi
+	case $c in suspend_*)
+		if [ "$(can_suspend)" = 0 ]; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP needs /sys/power/pm_test (CONFIG_PM_DEBUG) and mem in /sys/power/state"
+			continue
+		fi
+		;;
+	smt_*)
+		if [ "$(has_smt)" = 0 ]; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP needs SMT siblings (make run TOPOLOGY=smt)"
+			continue
+		fi
+	esac
 	"$c" "$cpu"
 	result $? "$c"
 	restore

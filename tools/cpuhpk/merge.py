@@ -85,10 +85,10 @@ def read_job(d: Path) -> Job:
             v, context = verdict.read_json(verdict_path)
         except (ValueError, KeyError, TypeError) as e:
             raise tree.PrepareError(f'{d}: verdict.json is unreadable: {e}') from None
-        label = ' '.join(f'{k.upper()}={context[k]}' for k in ('kver', 'config', 'smp', 'fixes',
-                                                               'strict', 'filter')
+        label = ' '.join(f'{k.upper()}={context[k]}' for k in ('kver', 'config', 'smp', 'topology',
+                                                               'fixes', 'strict', 'filter')
                          if context.get(k) and not (k, context[k]) in (
-                             ('smp', '4'), ('fixes', '0'), ('strict', '0')))
+                             ('smp', '4'), ('topology', 'flat'), ('fixes', '0'), ('strict', '0')))
         passed, failed, skipped, known = v.closing_counts()
         return Job(d, label or d.name, v.ok, f'{passed} passed, {failed} failed, '
                    f'{skipped} skipped, {known} known', context.get('kver', ''))

@@ -97,17 +97,34 @@ def signals_deferred() -> Iterator[None]:
 
 
 def out_dir(kver: str, config: str, fixes: bool = False,
-            user: Optional[usertree.Resolved] = None, smp: int = DEFAULT_SMP) -> Path:
-    """out/<KVER>[-<CONFIG>][-smp<N>][-fixes]; TREE=: out/tree-<name>-<rev>[...] alike.
+            user: Optional[usertree.Resolved] = None, smp: int = DEFAULT_SMP,
+            topology: str = 'flat') -> Path:
+    """out/<KVER>[-<CONFIG>][-smp<N>][-smt][-fixes]; TREE=: out/tree-<name>-<rev>[...] alike.
 
-    -smp<N> only for another CPU count than the default: the same kernel
-    booted with fewer or more CPUs is another run, not a replacement.
+    -smp<N> only for another CPU count than the default, -smt for two
+    threads per core: the same kernel booted otherwise is another run, not
+    a replacement.
     """
     base = f'tree-{user.name}-{user.short}' if user is not None else kver
     name = base if config == 'default' else f'{base}-{config}'
     if smp != DEFAULT_SMP:
         name += f'-smp{smp}'
+    if topology != 'flat':
+        name += f'-{topology}'
     return REPO / 'out' / (f'{name}-fixes' if fixes else name)
+
+
+# The guest's CPU topology (make TOPOLOGY=): flat, one thread per core (one
+# socket per CPU, QEMU's default), or smt, one socket of cores with two
+# threads each, so that the SMT control has siblings to switch.
+TOPOLOGIES = ('flat', 'smt')
+
+
+def smp_arg(smp: int, topology: str) -> str:
+    """QEMU's -smp for @smp CPUs in @topology."""
+    if topology == 'smt':
+        return f'{smp},sockets=1,cores={smp // 2},threads=2'
+    return str(smp)
 
 
 def user_spec(args: argparse.Namespace) -> Optional[usertree.Spec]:
@@ -188,7 +205,8 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
     cmd = [sys.executable, str(t.kunit_py), 'run',
            *[f'--kunitconfig={fragment(c)}' for c in configs], f'--build_dir={build_dir}',
            f'--jobs={args.jobs}', f'--timeout={args.timeout}',
-           f'--qemu_args=-smp {args.smp}', f'--json={out / "results.json"}']
+           f'--qemu_args=-smp {smp_arg(args.smp, getattr(args, "topology", "flat"))}',
+           f'--json={out / "results.json"}']
     cmd += [f'--make_options={o}' for o in MAKE_OPTIONS]
     cmd.append(f'--qemu_config={qemu_config}')
     cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
@@ -572,6 +590,8 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--smp', type=int, default=DEFAULT_SMP)
+    ap.add_argument('--topology', choices=TOPOLOGIES, default='flat',
+                    help='smt: two threads per core (needs an even --smp)')
     ap.add_argument('--filter', default='')
     ap.add_argument('--config', default='default')
     ap.add_argument('--timeout', type=int, default=600, help='seconds for the kernel run')
@@ -623,6 +643,7 @@ def judge_file(args: argparse.Namespace) -> int:
     out = args.out or REPO / 'out' / 'judge'
     userspace = bool(args.userspace and gcov.userspace_cases(args.filter))
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
+               'topology': args.topology,
                'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge),
                'userspace': str(int(userspace)), 'commit': commit()}
     tree.log('judging as make run would: the user-space suite ' + (
@@ -668,6 +689,8 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     if args.smp < 1:
         parser().error('--smp must be at least 1')
+    if args.topology == 'smt' and args.smp % 2:
+        parser().error(f'TOPOLOGY=smt puts two threads in each core: SMP={args.smp} is odd')
     if args.judge is not None:
         return judge_file(args)
     try:
@@ -676,8 +699,10 @@ def main(argv: Sequence[str]) -> int:
         name = usertree.tree_key(Path(args.tree).expanduser().resolve())[0]
         return fail_early(args.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
                           {'tree': str(args.tree), 'rev': args.rev, 'commit': commit()})
-    out = args.out or out_dir(args.kver, args.config, bool(args.fixes), user, args.smp)
+    out = args.out or out_dir(args.kver, args.config, bool(args.fixes), user, args.smp,
+                              args.topology)
     context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
+               'topology': args.topology,
                'filter': args.filter, 'fixes': str(args.fixes), 'strict': str(args.strict),
                'commit': commit(), **tree_context(user)}
     for sig in (signal.SIGTERM, signal.SIGHUP):

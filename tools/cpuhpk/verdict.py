@@ -194,7 +194,7 @@ class ExpectedSkip:
     why: str
 
 
-WHEN_KEYS = ('kver', 'config', 'smp', 'fixes')
+WHEN_KEYS = ('kver', 'config', 'smp', 'fixes', 'topology')
 
 
 def _read_table(path: Path, columns: Sequence[str]) -> List[List[str]]:

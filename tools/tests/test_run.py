@@ -382,6 +382,15 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(run.out_dir('6.1', 'debug', True, smp=8).name, '6.1-debug-smp8-fixes')
         self.assertEqual(run.out_dir('6.12', 'default', smp=run.DEFAULT_SMP).name, '6.12')
 
+    def test_smt_topology(self) -> None:
+        self.assertEqual(run.out_dir('6.12', 'default', topology='smt').name, '6.12-smt')
+        self.assertEqual(run.out_dir('6.1', 'debug', True, smp=2, topology='smt').name,
+                         '6.1-debug-smp2-smt-fixes')
+        self.assertEqual(run.smp_arg(4, 'smt'), '4,sockets=1,cores=2,threads=2')
+        self.assertEqual(run.smp_arg(3, 'flat'), '3')
+        with mock.patch('sys.stderr'), self.assertRaises(SystemExit):
+            run.main(['--topology', 'smt', '--smp', '3'])
+
 
 class EarlyFailureTest(unittest.TestCase):
     def test_filter_matching_nothing_fails_before_building(self) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from unittest import mock
 
 from cpuhpk import run, series
+from tests import recorded
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -194,7 +195,8 @@ class PristineJudgeTest(unittest.TestCase):
         # (6.12.118, kunit.py run --kunitconfig=kernel/tests, unedited): no
         # user-space suite, which make judge expects by default.
         console = Path(__file__).parent / 'data' / 'series_pristine_6.12_console.log'
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(run, 'expectations', recorded.run_default_expectations):
             args = series.judge_args(console, '6.12', 4, 'cpuhp_*', Path(tmp) / 'out')
             with contextlib.redirect_stdout(io.StringIO()):
                 self.assertEqual(run.main(args), 0)

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 from unittest import mock
 
 from cpuhpk import hygiene, junit, ktap, run, tree, verdict
-from tests.recorded import run_default_expectations
+from tests.recorded import derailed_expectations, run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
 CONSOLE = DATA / 'run_default_6.12_console.log'
@@ -327,7 +327,7 @@ class KunitPyDerailedTest(unittest.TestCase):
         shutil.copy(DATA / 'derailed_smp2_6.12_kunit_py.json', out / 'results.json')
         kunit_py = out / 'kunit.py'
         kunit_py.write_text(fake_kunit_py)
-        exp = run.expectations('', dict(self.CONTEXT), userspace=True)
+        exp = derailed_expectations('', dict(self.CONTEXT), userspace=True)
         logged: List[str] = []
         with mock.patch.object(tree, 'log', logged.append):
             _, v = run.judge(out, out / 'console.log', exp, 1, None, 600,
