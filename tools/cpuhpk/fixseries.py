@@ -47,10 +47,13 @@ from cpuhpk import series, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 STABLE = 'stable@vger.kernel.org'
-# A kernel the fixes' files are built in: the touched code is all under
-# CONFIG_SMP and CONFIG_HOTPLUG_CPU (kernel/cpu.c), always built otherwise.
+# A kernel the fixes' files are built in: the touched code is under
+# CONFIG_SMP and CONFIG_HOTPLUG_CPU (kernel/cpu.c) or CONFIG_HIBERNATION
+# (kernel/power/hibernate.c, which needs swap and so the block layer),
+# always built otherwise.
 BUILD_CONFIG = ('CONFIG_64BIT=y', 'CONFIG_SMP=y', 'CONFIG_HOTPLUG_CPU=y', 'CONFIG_PRINTK=y',
-                'CONFIG_SYSFS=y', 'CONFIG_SUSPEND=y', 'CONFIG_PM_SLEEP_SMP=y')
+                'CONFIG_SYSFS=y', 'CONFIG_SUSPEND=y', 'CONFIG_PM_SLEEP_SMP=y', 'CONFIG_BLOCK=y',
+                'CONFIG_SWAP=y', 'CONFIG_HIBERNATION=y')
 GET_MAINTAINER = ('perl', 'scripts/get_maintainer.pl', '--no-rolestats', '--no-git',
                   '--no-git-fallback', '--no-tree')
 FIX_REF = re.compile(r'fixes/(\d{4})')

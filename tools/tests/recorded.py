@@ -50,8 +50,8 @@ ADDED_HISTORY_PATH: Dict[str, List[str]] = {
 # derailed_* recording too.
 ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
     'cpuhp_rollback': ['cpuhp_rollback_frozen_refuses', 'cpuhp_rollback_disabled'],
-    'cpuhp_sysfs': ['suspend_cpus_come_back', 'suspend_fail_aborts',
-                    'suspend_offline_cpu_stays', 'smt_control_off_on',
+    'cpuhp_sysfs': ['hibernate_cpus_come_back', 'hibernate_fail_aborts',
+                    'hibernate_offline_cpu_stays', 'smt_control_off_on',
                     'smt_control_fail_keeps_state'],
 }
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {

@@ -386,7 +386,8 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(run.out_dir('6.12', 'default', topology='smt').name, '6.12-smt')
         self.assertEqual(run.out_dir('6.1', 'debug', True, smp=2, topology='smt').name,
                          '6.1-debug-smp2-smt-fixes')
-        self.assertEqual(run.smp_arg(4, 'smt'), '4,sockets=1,cores=2,threads=2')
+        self.assertEqual(run.smp_arg(4, 'smt'),
+                         '4,sockets=1,cores=2,threads=2 -cpu Nehalem')
         self.assertEqual(run.smp_arg(3, 'flat'), '3')
         with mock.patch('sys.stderr'), self.assertRaises(SystemExit):
             run.main(['--topology', 'smt', '--smp', '3'])
