@@ -421,13 +421,7 @@ def main(argv: Sequence[str]) -> int:
         return 0 if report.ok else 1
 
     try:
-        given = args.author
-        if not given and args.author_of_head:
-            try:
-                series.author_of('')
-            except series.SeriesError:
-                given = series.git(REPO, 'log', '-1', '--format=%an <%ae>')
-        who = series.author_of(given)
+        who = series.signer(args.author, args.author_of_head)
         return tree.locked(f'fixes-series {args.kver}', job)
     except (series.SeriesError, tree.PrepareError) as e:
         print(f'cpuhp-kunit: fixes-series: {e}', file=sys.stderr)

@@ -256,6 +256,17 @@ def author_of(given: str) -> str:
     return who
 
 
+def signer(given: str, of_head: bool) -> str:
+    """Who signs the patches: @given, else git config, else (@of_head, for
+    checks that post nothing) the author of this repository's HEAD."""
+    if not given and of_head:
+        try:
+            author_of('')
+        except SeriesError:
+            given = git(REPO, 'log', '-1', '--format=%an <%ae>')
+    return author_of(given)
+
+
 def signed_off(message: str, who: str) -> str:
     """@message with its Signed-off-by lines replaced by @who's."""
     body = [ln for ln in message.rstrip('\n').split('\n') if not ln.startswith('Signed-off-by:')]
@@ -683,13 +694,7 @@ def main(argv: Sequence[str]) -> int:
         return 0 if report.ok else 1
 
     try:
-        given = args.author
-        if not given and args.author_of_head:
-            try:
-                author_of('')
-            except SeriesError:
-                given = git(REPO, 'log', '-1', '--format=%an <%ae>')
-        who = author_of(given)
+        who = signer(args.author, args.author_of_head)
         return tree.locked(f'series {args.kver}', job)
     except (SeriesError, tree.PrepareError) as e:
         print(f'cpuhp-kunit: series: {e}', file=sys.stderr)
