@@ -415,10 +415,7 @@ def main(argv: Sequence[str]) -> int:
             make_fixes_series(args.kver, who, out, report, args.build)
         except (series.SeriesError, tree.PrepareError, ValueError) as e:
             report.add('fixes-series', False, str(e))
-        report.write(out)
-        print(f'cpuhp-kunit fixes-series {args.kver}: ' + ('PASS' if report.ok else 'FAIL')
-              + f' ({out})')
-        return 0 if report.ok else 1
+        return report.finish(out)
 
     try:
         who = series.signer(args.author, args.author_of_head)

@@ -83,6 +83,13 @@ class Report:
     def ok(self) -> bool:
         return bool(self.checks) and all(c.ok for c in self.checks)
 
+    def finish(self, out: Path) -> int:
+        """Write the report to @out, say PASS or FAIL; the exit status."""
+        self.write(out)
+        print(f'cpuhp-kunit {self.kind} {self.kver}: ' + ('PASS' if self.ok else 'FAIL')
+              + f' ({out})')
+        return 0 if self.ok else 1
+
     def write(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         (out / 'series.json').write_text(json.dumps(
@@ -688,10 +695,7 @@ def main(argv: Sequence[str]) -> int:
                 series_pristine(args.kver, out, args.smp, args.timeout, report)
         except (SeriesError, tree.PrepareError) as e:
             report.add('series', False, str(e))
-        report.write(out)
-        print(f'cpuhp-kunit series {args.kver}: ' + ('PASS' if report.ok else 'FAIL')
-              + f' ({out})')
-        return 0 if report.ok else 1
+        return report.finish(out)
 
     try:
         who = signer(args.author, args.author_of_head)
