@@ -328,6 +328,18 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
                      'characters were cut')
     elif kunit_log is None:
         v.add('console', '', f'{console_path}: no such file, or empty')
+    # kunit.py's parse first: a parse derailed by a kernel line also explains
+    # kunit.py's exit status.
+    derailed = False
+    if kunit_json is not None and killed_after is None:
+        differ = kunit_py_disagreements(kunit_json, v)
+        if differ and kunit_py is not None and console_path.is_file():
+            left = kunit_py_derailed(kunit_py, out, console_path, kunit_json, v, differ)
+            derailed, differ = not left, left
+        if differ:
+            v.add('kunit.py', '', f'kunit.py\'s own parser reads {len(differ)} result(s) of this '
+                  f'console differently from ours (a CI that reads kunit.py\'s summary would '
+                  f'see another run): {differ[0]}', '\n'.join(differ[:40]))
     if killed_after is not None:
         v.add('timeout', '', f'kunit.py was killed after {killed_after:.0f} s: the build and '
               f'the kernel run did not finish in time; partial KTAP kept in results.ktap')
@@ -337,7 +349,10 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
     elif kunit_log is not None and not (console_path.is_file() and console_path.stat().st_size):
         v.add(*build_problem(kunit_log, rc))
     elif rc not in (0, None) and v.ok:
-        if v.known:
+        if derailed:
+            tree.log(f'kunit.py exits {rc} for the results its derailed parse made up; the '
+                     'verdict follows the parse of the KTAP lines alone')
+        elif v.known:
             tree.log('kunit.py exits 1 for the known failures; the verdict follows '
                      'kunit/known-failures-<KVER>')
         elif v.passed == 0 and v.skipped:
@@ -346,14 +361,6 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
         else:
             v.add('kunit.py', '', f'kunit.py exited {rc} although every case passed: '
                   'see kunit.log')
-    if kunit_json is not None and killed_after is None:
-        differ = kunit_py_disagreements(kunit_json, v)
-        if differ and kunit_py is not None and console_path.is_file():
-            differ = kunit_py_derailed(kunit_py, out, console_path, kunit_json, v, differ)
-        if differ:
-            v.add('kunit.py', '', f'kunit.py\'s own parser reads {len(differ)} result(s) of this '
-                  f'console differently from ours (a CI that reads kunit.py\'s summary would '
-                  f'see another run): {differ[0]}', '\n'.join(differ[:40]))
     write_outputs(out, root, v, exp.context)
     if console_path.is_file() and console_path.stat().st_size:
         c = exp.context

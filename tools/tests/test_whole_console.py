@@ -359,7 +359,7 @@ class KunitPyDerailedTest(unittest.TestCase):
         ktap_only = DATA / 'derailed_smp2_6.12_kunit_py_ktap_only.json'
         out, v, logged = self.judge(self.replays(ktap_only))
         self.assertEqual([p.category for p in v.problems], [], v.problems)
-        note = [m for m in logged if 'derailed' in m]
+        note = [m for m in logged if 'was derailed by' in m]
         self.assertEqual(len(note), 1, logged)
         self.assertIn("console line 154: 'input: AT Raw Set 2 keyboard", note[0])
         self.assertIn('read 622 result(s) differently', note[0])
@@ -375,6 +375,36 @@ class KunitPyDerailedTest(unittest.TestCase):
         _, v, _ = self.judge(self.replays(DATA / 'derailed_smp2_6.12_kunit_py.json'))
         self.assertEqual([p.category for p in v.problems], ['kunit.py'])
         self.assertIn('622 result(s)', v.problems[0].message)
+
+    def test_the_derailed_exit_status_is_not_the_runs(self) -> None:
+        # tree-test in CI at ee86eb8: the i8042 mouse this time, in a run
+        # where every case passed and nothing was known to fail, so only
+        # the derail explains kunit.py's exit status 1.
+        out = Path(self.enterContext(tempfile.TemporaryDirectory()))
+        (out / 'console.log').write_text(
+            'KTAP version 1\n1..1\n    KTAP version 1\n'
+            'input: ImExPS/2 Generic Explorer Mouse as '
+            '/devices/platform/i8042/serio1/input/input3\n'
+            '    # Subtest: cpuhp_rollback\n    1..1\n    ok 1 cpuhp_rollback_down_fails\n'
+            'ok 1 cpuhp_rollback\n')
+        case = {'name': 'cpuhp_rollback_down_fails', 'status': 'PASS'}
+        (out / 'results.json').write_text(json.dumps({   # one level off
+            'name': 'KUnit Test Group', 'test_cases': [], 'sub_groups': [{
+                'name': '', 'test_cases': [], 'sub_groups': [{
+                    'name': 'cpuhp_rollback', 'sub_groups': [], 'test_cases': [case]}]}]}))
+        (out / 'ktap_only.json').write_text(json.dumps({
+            'name': 'KUnit Test Group', 'test_cases': [], 'sub_groups': [{
+                'name': 'cpuhp_rollback', 'sub_groups': [], 'test_cases': [case]}]}))
+        kunit_py = out / 'kunit.py'
+        kunit_py.write_text(self.replays(out / 'ktap_only.json'))
+        exp = run.expectations('cpuhp_rollback.cpuhp_rollback_down_fails', dict(CONTEXT))
+        logged: List[str] = []
+        with mock.patch.object(tree, 'log', logged.append):
+            _, v = run.judge(out, out / 'console.log', exp, 1, None, 600,
+                             'Starting KUnit Kernel', out / 'results.json', kunit_py)
+        self.assertEqual(v.problems, [])
+        self.assertTrue(any('exits 1 for the results its derailed parse made up' in m
+                            for m in logged), logged)
 
     def test_kunit_py_that_fails_leaves_it_red(self) -> None:
         _, v, _ = self.judge('import sys\nsys.exit(2)\n')
