@@ -281,16 +281,14 @@ smt_control_fail_keeps_state() {
 # Leave every CPU online and nothing armed, whatever happened: through the
 # target file too, since cpuN/online does not see what the target file did.
 restore() {
+	# First: after a failed "off" 6.12 refuses to online a secondary thread.
+	[ -w "$SMT/control" ] && [ "$(cat "$SMT/control")" != on ] && echo on >"$SMT/control" 2>/dev/null
 	for d in "$SYS"/cpu[0-9]*; do
 		echo -1 >"$d/hotplug/fail" 2>/dev/null
 		state_nr online >"$d/hotplug/target" 2>/dev/null
 		[ -e "$d/online" ] && echo 1 >"$d/online" 2>/dev/null
 	done
 	[ -w /sys/power/pm_test ] && echo none >/sys/power/pm_test
-	[ -w "$SMT/control" ] && [ "$(cat "$SMT/control")" != on ] && echo on >"$SMT/control" 2>/dev/null
-	for d in "$SYS"/cpu[0-9]*; do
-		[ -e "$d/online" ] && echo 1 >"$d/online" 2>/dev/null
-	done
 }
 
 # shellcheck disable=SC2086 # split CASES into the positional parameters

@@ -261,47 +261,8 @@ def touched_objects(work: Path, commit: str) -> List[str]:
 
 
 def make(work: Path, build_dir: Path, targets: Sequence[str], log: Path) -> Tuple[bool, str]:
-    cmd = ['make', '-s', '-C', str(work), f'O={build_dir}', 'ARCH=x86_64',
-           f'-j{os.cpu_count() or 1}', *targets]
-    with open(log, 'a') as out:
-        out.write('$ ' + ' '.join(cmd) + '\n')
-        out.flush()
-        try:
-            res = subprocess.run(cmd, cwd=work, stdout=out, stderr=subprocess.STDOUT,
-                                 timeout=series.BUILD_SECONDS, check=False)
-        except subprocess.TimeoutExpired:
-            return False, f'make {" ".join(targets)} did not end in {series.BUILD_SECONDS} s'
-    if res.returncode != 0:
-        return False, f'make {" ".join(targets)} failed (exit {res.returncode}), see {log}'
-    return True, ''
-
-
-def configure(work: Path, build_dir: Path, log: Path) -> Tuple[bool, str]:
-    """tinyconfig + BUILD_CONFIG in @build_dir, unless it is configured so already."""
-    frag = '\n'.join(BUILD_CONFIG) + '\n'
-    stamp = build_dir / 'fixes-series.config'
-    if (build_dir / '.config').is_file() and stamp.is_file() and stamp.read_text() == frag:
-        return True, ''
-    build_dir.mkdir(parents=True, exist_ok=True)
-    ok, why = make(work, build_dir, ['tinyconfig'], log)
-    if not ok:
-        return ok, why
-    stamp.write_text(frag)
-    with open(log, 'a') as out:
-        res = subprocess.run(['sh', str(work / 'scripts' / 'kconfig' / 'merge_config.sh'), '-m',
-                              '-O', str(build_dir), str(build_dir / '.config'), str(stamp)],
-                             cwd=work, stdout=out, stderr=subprocess.STDOUT, timeout=600,
-                             check=False)
-    if res.returncode != 0:
-        stamp.unlink()
-        return False, f'merge_config.sh failed, see {log}'
-    ok, why = make(work, build_dir, ['olddefconfig'], log)
-    config = (build_dir / '.config').read_text()
-    lost = [o for o in BUILD_CONFIG if f'{o}\n' not in config]
-    if ok and lost:
-        stamp.unlink()
-        return False, f'olddefconfig turned off {", ".join(lost)}'
-    return ok, why
+    """make @targets in the configured @build_dir: (built, why not)."""
+    return series.run_steps(work, [series.make_command(work, build_dir) + list(targets)], log)
 
 
 def make_fixes_series(kver: str, who: str, out: Path, report: series.Report,
@@ -318,7 +279,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: series.Report,
     build_dir = tree.cache_root() / f'fixes-build-{t.version}'
     if build:
         series.git(work, 'checkout', '-q', '-f', base)
-        ok, why = configure(work, build_dir, log)
+        ok, why = series.configure(work, build_dir, BUILD_CONFIG, log)
         report.add(f'configure {build_dir.name}', ok, why or ', '.join(BUILD_CONFIG))
         build = ok
     env = series.identity(who)

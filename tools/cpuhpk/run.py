@@ -421,8 +421,9 @@ KTAP_LIKE = re.compile(r'\s*(K?TAP version \d+$|(not )?ok \d+|1\.\.\d+|#)')
 REPARSE_TIMEOUT = 120
 
 
-def kernel_lines_in_ktap(console: Sequence[str]) -> Tuple[int, List[Tuple[int, str, bool]]]:
-    """(KTAP lines, the kernel's own lines among them).
+def kernel_lines_in_ktap(console: Sequence[str]) -> Tuple[List[str],
+                                                          List[Tuple[int, str, bool]]]:
+    """(the KTAP as kunit.py extracts it, the kernel's own lines in it).
 
     Each kernel line with its console line number and whether it stands
     right after a subtest's 'KTAP version' line, where kunit.py's parser
@@ -434,7 +435,7 @@ def kernel_lines_in_ktap(console: Sequence[str]) -> Tuple[int, List[Tuple[int, s
     foreign = [(start + i + 1, ln, i > 0 and lines[i - 1][:1].isspace()
                 and bool(ktap.KTAP_START.match(lines[i - 1])))
                for i, ln in enumerate(lines) if not KTAP_LIKE.match(ln)]
-    return len(lines) - len(foreign), foreign
+    return lines, foreign
 
 
 def kunit_py_derailed(kunit_py: Path, out: Path, console_path: Path, kunit_json: Path,
@@ -451,10 +452,10 @@ def kunit_py_derailed(kunit_py: Path, out: Path, console_path: Path, kunit_json:
     disagrees, or cannot be had, the differences stand.
     """
     console = ktap.read_console(console_path).lines
-    kept, foreign = kernel_lines_in_ktap(console)
+    lines, foreign = kernel_lines_in_ktap(console)
     if not foreign:
         return differ
-    lines = ktap.extract_at(console)[1]
+    kept = len(lines) - len(foreign)
     only = out / 'results-ktap-only.ktap'
     only.write_text(''.join(f'{ln}\n' for ln in lines if KTAP_LIKE.match(ln)))
     reparsed = out / 'results-ktap-only.json'

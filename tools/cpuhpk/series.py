@@ -520,17 +520,14 @@ def missing_modules(build_dir: Path) -> List[str]:
             not in made]
 
 
-def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tuple[bool, str]:
-    """tinyconfig + @fragment, olddefconfig, make vmlinux and modules: (built, why not)."""
-    make = ['make', '-s', '-C', str(work), f'O={build_dir}', 'ARCH=x86_64',
+def make_command(work: Path, build_dir: Path) -> List[str]:
+    """make in @work building into @build_dir, for x86_64, on every CPU."""
+    return ['make', '-s', '-C', str(work), f'O={build_dir}', 'ARCH=x86_64',
             f'-j{os.cpu_count() or 1}']
-    build_dir.mkdir(parents=True, exist_ok=True)
-    frag = build_dir / 'series-check.config'
-    frag.write_text('\n'.join(fragment) + '\n')
-    steps = [make + ['tinyconfig'],
-             ['sh', str(work / 'scripts' / 'kconfig' / 'merge_config.sh'), '-m', '-O',
-              str(build_dir), str(build_dir / '.config'), str(frag)],
-             make + ['olddefconfig'], make + ['vmlinux', 'modules']]
+
+
+def run_steps(work: Path, steps: Sequence[Sequence[str]], log: Path) -> Tuple[bool, str]:
+    """Run @steps in @work, output to @log, until one fails: (all ran, why not)."""
     with open(log, 'a') as out:
         for cmd in steps:
             out.write('$ ' + ' '.join(cmd) + '\n')
@@ -543,6 +540,26 @@ def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tu
             if res.returncode != 0:
                 return False, f'{" ".join(cmd[-2:])} failed (exit {res.returncode}), see {log}'
     return True, ''
+
+
+def configure(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tuple[bool, str]:
+    """tinyconfig + @fragment, olddefconfig in @build_dir: (configured, why not)."""
+    make = make_command(work, build_dir)
+    build_dir.mkdir(parents=True, exist_ok=True)
+    frag = build_dir / 'series-check.config'
+    frag.write_text('\n'.join(fragment) + '\n')
+    return run_steps(work, [make + ['tinyconfig'],
+                            ['sh', str(work / 'scripts' / 'kconfig' / 'merge_config.sh'), '-m',
+                             '-O', str(build_dir), str(build_dir / '.config'), str(frag)],
+                            make + ['olddefconfig']], log)
+
+
+def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tuple[bool, str]:
+    """configure(), then make vmlinux and modules: (built, why not)."""
+    ok, why = configure(work, build_dir, fragment, log)
+    if not ok:
+        return ok, why
+    return run_steps(work, [make_command(work, build_dir) + ['vmlinux', 'modules']], log)
 
 
 def series_check(kver: str, who: str, out: Path, report: Report) -> None:
