@@ -41,7 +41,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import gcov, junit, ktap, page, states, tree, usertree, verdict  # noqa: E402
+from cpuhpk import gcov, hostctl, junit, ktap, page, states, tree, usertree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -120,13 +120,26 @@ def out_dir(kver: str, config: str, fixes: bool = False,
 # default CPU (qemu64, AuthenticAMD family 0xf) shows 6.1 no siblings
 # whatever -smp says (neither do +topoext nor -cpu max under TCG): smt
 # boots an Intel model, Nehalem (family 6, CPUID leaf 0xb), on both series.
-TOPOLOGIES = ('flat', 'smt')
+# hotplug: one CPU more possible than present, for physical hot-add and
+# hot-remove through QEMU's QMP socket (tools/cpuhpk/hostctl.py). x86 since
+# 6.9 counts the MADT's disabled CPUs as hot-pluggable only in a guest of a
+# hypervisor it knows (acpi_is_processor_usable()), and it knows no TCG:
+# the guest is shown VMware's DMI serial and backdoor port (QEMU's vmport)
+# without the CPUID hypervisor bit, which vmware_platform() accepts
+# (CONFIG_HYPERVISOR_GUEST; 6.1 counts them anyway).
+# The user-space cases plug in one CPU each (QEMU 7.2's TCG aborts at a
+# plug after an unplug, so none is pulled out and plugged in again).
+HOTPLUG_SLOTS = 3
+TOPOLOGIES = ('flat', 'smt', 'hotplug')
 
 
 def smp_arg(smp: int, topology: str) -> str:
     """QEMU's -smp (and -cpu) for @smp CPUs in @topology."""
     if topology == 'smt':
         return f'{smp},sockets=1,cores={smp // 2},threads=2 -cpu Nehalem'
+    if topology == 'hotplug':
+        return (f'{smp},maxcpus={smp + HOTPLUG_SLOTS} -cpu qemu64,-hypervisor '
+                '-smbios type=1,serial=VMware-cpuhp-kunit')
     return str(smp)
 
 
@@ -201,18 +214,24 @@ def stress_kernel_args(args: argparse.Namespace) -> List[str]:
 
 
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
-                  out: Path, qemu_config: Path) -> List[str]:
-    """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest())."""
+                  out: Path, qemu_config: Path,
+                  control: Optional[hostctl.Control] = None) -> List[str]:
+    """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest()),
+    @control serves the guest's hot-add requests (TOPOLOGY=hotplug)."""
     # Every fragment builds on the default one (all suites, SMP, hotplug, gcov).
     configs = ['default'] + [c for c in [args.config] if c != 'default']
+    qemu = f'-smp {smp_arg(args.smp, getattr(args, "topology", "flat"))}'
+    if control is not None:
+        qemu += f' {control.qemu_args()}'
     cmd = [sys.executable, str(t.kunit_py), 'run',
            *[f'--kunitconfig={fragment(c)}' for c in configs], f'--build_dir={build_dir}',
            f'--jobs={args.jobs}', f'--timeout={args.timeout}',
-           f'--qemu_args=-smp {smp_arg(args.smp, getattr(args, "topology", "flat"))}',
-           f'--json={out / "results.json"}']
+           f'--qemu_args={qemu}', f'--json={out / "results.json"}']
     cmd += [f'--make_options={o}' for o in MAKE_OPTIONS]
     cmd.append(f'--qemu_config={qemu_config}')
     cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
+    if control is not None:
+        cmd.append(f'--kernel_args={hostctl.KERNEL_ARG}')
     if args.strict:
         cmd += [f'--kernel_args={a}' for a in STRICT_KERNEL_ARGS]
     cmd += [f'--kernel_args={a}' for a in stress_kernel_args(args)]
@@ -763,9 +782,17 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     if user is not None:
         tree.log(f'testing {user.describe()}')
     started = time.monotonic()
-    cmd = kunit_command(t, args, build_dir, out, gcov.guest(build_dir, args.filter))
-    rc, killed_after = run_kunit(cmd, t.path,
-                                 out / 'kunit.log', BUILD_TIMEOUT + args.timeout + 60)
+    control = None
+    if args.topology == 'hotplug':
+        control = hostctl.Control(build_dir / 'cpuhp-kunit', out / 'hostctl.log')
+        control.start()
+    cmd = kunit_command(t, args, build_dir, out, gcov.guest(build_dir, args.filter), control)
+    try:
+        rc, killed_after = run_kunit(cmd, t.path,
+                                     out / 'kunit.log', BUILD_TIMEOUT + args.timeout + 60)
+    finally:
+        if control is not None:
+            control.stop()
     if test_log.is_file():
         shutil.copyfile(test_log, out / 'console.log')
     _, v = judge(out, out / 'console.log', exp, rc, killed_after, args.timeout,
