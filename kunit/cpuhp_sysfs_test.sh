@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays smt_control_off_on smt_control_fail_keeps_state"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -149,14 +149,25 @@ boot_cpu_stays() {
 # chain (which disables CPU hotplug), freezes the tasks, suspends the
 # devices, takes the secondary CPUs down through freeze_secondary_cpus() and
 # brings everything back. No image is
-# made (in_suspend stays 0), so no swap device is needed. Suspend to RAM
-# takes the same path but needs ACPI S3, which this guest has not (no PCI:
-# QEMU's DSDT does not load). Returns the write's status; the error text
-# is in $ERR.
+# made (in_suspend stays 0), so no swap device is needed. $2 "mem":
+# suspend to RAM instead, which takes the same path (suspend_enter()) and
+# needs ACPI S3 (QEMU's DSDT, which loads only with CONFIG_PCI). Returns
+# the write's status; the error text is in $ERR.
 suspend_to() {
 	echo "$1" >/sys/power/pm_test || return 1
-	echo disk 2>"$ERR" >/sys/power/state
+	echo "${2:-disk}" 2>"$ERR" >/sys/power/state
 }
+
+# Can this guest suspend to RAM through the firmware's S3 (deep) under
+# pm_test? 1 or 0.
+can_suspend_mem() {
+	[ -w /sys/power/pm_test ] && grep -q '\[deep\]' /sys/power/mem_sleep 2>/dev/null &&
+		echo 1 || echo 0
+}
+
+# Suspend to RAM waits pm_test_delay seconds (5) at its test level: no need.
+PM_TEST_DELAY=/sys/module/suspend/parameters/pm_test_delay
+[ -w "$PM_TEST_DELAY" ] && echo 0 >"$PM_TEST_DELAY"
 
 # Can this guest hibernate (CONFIG_HIBERNATION) under pm_test? 1 or 0.
 can_suspend() {
@@ -220,6 +231,45 @@ hibernate_offline_cpu_stays() {
 	write "$SYS/cpu$cpu/online" 1
 }
 
+# Suspend to RAM at the core test level (the deepest before the platform
+# enters S3: CPUs down, interrupts off, syscore suspend) brings every CPU
+# back online.
+suspend_cpus_come_back() {
+	cpus=$(online_cpus)
+	suspend_to core mem || { echo "    # suspend to RAM (core): $(cat "$ERR")"; return 1; }
+	all_online "$cpus"
+}
+
+# A teardown failing while suspend to RAM takes CPU N down aborts it with
+# its error (suspend_enter()); every CPU comes back, the failure has fired,
+# and the next suspend goes through.
+suspend_fail_aborts() {
+	cpu=$1 cpus=$(online_cpus)
+	write "$SYS/cpu$cpu/hotplug/fail" "$(state_nr sched:active)" || return 1
+	if suspend_to processors mem; then
+		echo "    # suspend to RAM with cpu$cpu's sched:active teardown failing succeeded"
+		return 1
+	fi
+	grep -q "Resource temporarily unavailable" "$ERR" ||
+		{ echo "    # suspend failed with '$(cat "$ERR")', wanted the teardown's EAGAIN"; return 1; }
+	all_online "$cpus" &&
+	expect "cpu$cpu fail" "$(cat "$SYS/cpu$cpu/hotplug/fail")" -1 &&
+	{ suspend_to processors mem || { echo "    # next suspend: $(cat "$ERR")"; return 1; }; } &&
+	all_online "$cpus"
+}
+
+# A CPU offline before suspend to RAM is offline after it.
+suspend_offline_cpu_stays() {
+	cpu=$1
+	write "$SYS/cpu$cpu/online" 0 || return 1
+	cpus=$(online_cpus)
+	suspend_to core mem || { echo "    # suspend to RAM: $(cat "$ERR")"; return 1; }
+	all_online "$cpus" &&
+	expect "cpu$cpu online" "$(cat "$SYS/cpu$cpu/online")" 0 &&
+	expect "cpu$cpu state" "$(cat "$SYS/cpu$cpu/hotplug/state")" "$(state_nr offline)" &&
+	write "$SYS/cpu$cpu/online" 1
+}
+
 # The SMT control (/sys/devices/system/cpu/smt/, 05736e4ac13c: "off" takes
 # the secondary thread of every core offline, "on" brings them back),
 # under QEMU with two threads per core (make run TOPOLOGY=smt).
@@ -261,6 +311,45 @@ smt_control_off_on() {
 	all_online "$cpus"
 }
 
+# Does the kernel take a thread count in smt/control? 1 or 0. Since
+# 7f48405c3c34 (v6.6, "cpu/SMT: Allow enabling partial SMT states via
+# sysfs") "1" means off and the number of threads of a core means on; a
+# count other than those is refused (x86 has no partial SMT).
+smt_takes_counts() {
+	v=$(uname -r) major=${v%%.*} minor=${v#*.}
+	minor=${minor%%[!0-9]*}
+	[ "$major" -gt 6 ] || { [ "$major" = 6 ] && [ "$minor" -ge 6 ]; } && echo 1 || echo 0
+}
+
+# The numeric control: "1" takes the secondary threads offline like "off",
+# "2" (two threads per core) brings them back like "on", "3" is refused
+# and changes nothing; before v6.6 every number is refused.
+smt_control_numeric() {
+	sec=$(secondary_threads) cpus=$(online_cpus)
+	if [ "$(smt_takes_counts)" = 0 ]; then
+		write "$SMT/control" 1 "Invalid argument" &&
+		write "$SMT/control" 2 "Invalid argument" &&
+		expect "smt/control" "$(cat "$SMT/control")" on &&
+		all_online "$cpus"
+		return
+	fi
+	write "$SMT/control" 3 "Invalid argument" &&
+	expect "smt/control after 3" "$(cat "$SMT/control")" on &&
+	all_online "$cpus" || return 1
+	write "$SMT/control" 1 || return 1
+	ok=0
+	expect "smt/control after 1" "$(cat "$SMT/control")" off &&
+	expect "smt/active after 1" "$(cat "$SMT/active")" 0 || ok=1
+	for t in $sec; do
+		expect "cpu$t online after 1" "$(cat "$SYS/cpu$t/online")" 0 || ok=1
+	done
+	write "$SMT/control" 2 &&
+	expect "smt/control after 2" "$(cat "$SMT/control")" on &&
+	expect "smt/active after 2" "$(cat "$SMT/active")" 1 &&
+	all_online "$cpus" || ok=1
+	return $ok
+}
+
 # A secondary thread whose teardown fails makes "off" fail with that error
 # and stop: the thread is rolled back online, the control still says what it
 # said ("on"), and writing "on" brings back every thread "off" took down.
@@ -278,14 +367,180 @@ smt_control_fail_keeps_state() {
 	return $ok
 }
 
+# Physical CPU hot-add and hot-remove (make run TOPOLOGY=hotplug): the guest
+# boots with fewer CPUs present than possible, and asks the host, which
+# drives QEMU (tools/cpuhpk/hostctl.py), on the port the kernel argument
+# cpuhpk_hostctl= names: "add" plugs an absent CPU in, "del" pulls out the
+# one plugged in last. ACPI then tells the kernel (acpi_processor_add(),
+# the eject path), which registers the CPU present and offline, or takes
+# it offline and away. Each case plugs in a CPU of its own and leaves it;
+# only the last case pulls one out, since QEMU 7.2's TCG aborts at a plug
+# after an unplug (the host refuses it, with that reason).
+HOSTCTL=$(sed -n 's/.*cpuhpk_hostctl=\([A-Za-z0-9]*\).*/\1/p' /proc/cmdline)
+# The initramfs has no /dev/ttyS1 of its own: the 8250's second port.
+[ "$HOSTCTL" = ttyS1 ] && [ ! -e /dev/ttyS1 ] && mknod /dev/ttyS1 c 4 65
+# Seconds the host and ACPI get for one plug or unplug.
+HOTPLUG_WAIT=30
+
+# Is there a host control and a possible CPU that is not present? 1 or 0.
+can_hotadd() {
+	[ -n "$HOSTCTL" ] && [ -c "/dev/$HOSTCTL" ] && [ -n "$(absent_cpus)" ] && echo 1 || echo 0
+}
+
+# The numbers of the CPUs in the mask file $1 (e.g. 0-2,4).
+mask_cpus() {
+	for range in $(tr ',' ' ' <"$1"); do
+		k=${range%-*}
+		while [ "$k" -le "${range#*-}" ]; do echo "$k"; k=$((k + 1)); done
+	done
+}
+
+# Possible CPUs that are not present.
+absent_cpus() {
+	present=" $(mask_cpus "$SYS/present" | tr '\n' ' ')"
+	for k in $(mask_cpus "$SYS/possible"); do
+		case $present in *" $k "*) ;; *) echo "$k" ;; esac
+	done
+}
+
+# ask REQUEST: send it to the host and wait for the answer (at most
+# HOTPLUG_WAIT seconds); 0 when the host answered ok.
+ask() {
+	exec 3<>"/dev/$HOSTCTL" || return 1
+	stty -F "/dev/$HOSTCTL" raw -echo || { exec 3>&-; return 1; }
+	echo "$1" >&3
+	answer=$(timeout "$HOTPLUG_WAIT" head -n 1 <&3)
+	exec 3>&-
+	case $answer in
+	ok*) return 0 ;;
+	'') echo "    # host: no answer to '$1' within $HOTPLUG_WAIT s" ;;
+	*) echo "    # host: '$answer' to '$1'" ;;
+	esac
+	return 1
+}
+
+# wait_for WHAT COMMAND...: run COMMAND until it succeeds, for at most
+# HOTPLUG_WAIT seconds (ACPI handles the event in a workqueue of its own).
+wait_for() {
+	what=$1 tries=$((HOTPLUG_WAIT * 10))
+	shift
+	while ! "$@"; do
+		tries=$((tries - 1))
+		[ "$tries" -gt 0 ] || { echo "    # $what: not within $HOTPLUG_WAIT s"; return 1; }
+		sleep 0.1
+	done
+}
+
+# Is CPU $1 present (in /sys/devices/system/cpu/present)?
+is_present() {
+	mask_cpus "$SYS/present" | grep -qx "$1"
+}
+
+is_absent() {
+	! is_present "$1" && [ ! -e "$SYS/cpu$1/online" ]
+}
+
+# Is one of the CPUs $1 present? Sets new to it.
+one_present() {
+	for k in $1; do is_present "$k" && { new=$k; return 0; }; done
+	return 1
+}
+
+# Plug a CPU in: echoes its number; it must come up present and offline.
+plug() {
+	absent=$(absent_cpus)
+	{
+		ask add &&
+		wait_for "a CPU of $(echo "$absent" | tr '\n' ' ')present" one_present "$absent" &&
+		wait_for "cpu$new/online" test -e "$SYS/cpu$new/online" &&
+		expect "new cpu$new online" "$(cat "$SYS/cpu$new/online")" 0 &&
+		expect "new cpu$new in the online mask" "$(in_online_mask "$new")" 0
+	} >&2 || return 1
+	echo "$new"
+}
+
+# Pull the CPU plugged in last ($1) out: it goes offline and away.
+unplug() {
+	ask del && wait_for "cpu$1 removed" is_absent "$1"
+}
+
+# The steps whose startup callbacks cpuhp_enter traced for CPU $1 while
+# "$2 $3" ran (tracefs, the cpuhp events of 4.6's cpuhp_invoke_callback()).
+TRACING=/sys/kernel/tracing
+traced_steps() {
+	cpu=$1
+	shift
+	[ -d "$TRACING/events/cpuhp" ] || mount -t tracefs tracefs "$TRACING" || return 1
+	echo >"$TRACING/trace"
+	echo 1 >"$TRACING/events/cpuhp/cpuhp_enter/enable"
+	"$@" || { echo 0 >"$TRACING/events/cpuhp/cpuhp_enter/enable"; return 1; }
+	echo 0 >"$TRACING/events/cpuhp/cpuhp_enter/enable"
+	sed -n "s/.*cpuhp_enter: cpu: 0*\([0-9][0-9]*\) .*step: *\([0-9]*\) .*/\1 \2/p" \
+		"$TRACING/trace" | awk -v c="$cpu" '$1 == c { print $2 }' | sort -n | uniq | tr '\n' ' '
+}
+
+# The files of cpuN/hotplug/ (state, target, fail), one line.
+hotplug_files() {
+	for f in "$SYS/cpu$1/hotplug"/*; do [ -e "$f" ] && printf '%s ' "${f##*/}"; done
+}
+
+# A CPU plugged in while the system runs is present and offline, with the
+# state machine's sysfs files of every other CPU (98f8cdce1db5); its first
+# bring-up runs the startup of every step a CPU that was there at boot runs
+# when it comes back online (traced both), and ends online.
+hotadd_first_bringup() {
+	cpu=$1
+	write "$SYS/cpu$cpu/online" 0 || return 1
+	want=$(traced_steps "$cpu" write "$SYS/cpu$cpu/online" 1) || return 1
+	new=$(plug) || return 1
+	ok=0
+	expect "cpu$new/hotplug/" "$(hotplug_files "$new")" "$(hotplug_files "$cpu")" || ok=1
+	got=$(traced_steps "$new" write "$SYS/cpu$new/online" 1)
+	expect "steps of cpu$new's first bring-up" "$got" "$want" &&
+	expect "cpu$new online" "$(cat "$SYS/cpu$new/online")" 1 &&
+	expect "cpu$new in the online mask" "$(in_online_mask "$new")" 1 || ok=1
+	[ -e "$SYS/cpu$new/hotplug/state" ] && { expect "cpu$new state" \
+		"$(cat "$SYS/cpu$new/hotplug/state")" "$(state_nr online)" || ok=1; }
+	return $ok
+}
+
+# A startup that fails on a plugged-in CPU's first bring-up rolls it back as
+# on any other: the write fails with the error, the CPU is offline at the
+# offline state, the failure has fired; the next bring-up goes through.
+hotadd_fail_rolls_back() {
+	new=$(plug) || return 1
+	[ -e "$SYS/cpu$new/hotplug/fail" ] || echo "    # no cpu$new/hotplug/fail: $(hotplug_files "$new")"
+	write "$SYS/cpu$new/hotplug/fail" "$(state_nr sched:active)" &&
+	write "$SYS/cpu$new/online" 1 "Resource temporarily unavailable" &&
+	expect "cpu$new online" "$(cat "$SYS/cpu$new/online")" 0 &&
+	expect "cpu$new state" "$(cat "$SYS/cpu$new/hotplug/state")" "$(state_nr offline)" &&
+	expect "cpu$new in the online mask" "$(in_online_mask "$new")" 0 &&
+	expect "cpu$new fail" "$(cat "$SYS/cpu$new/hotplug/fail")" -1 &&
+	write "$SYS/cpu$new/online" 1 &&
+	expect "cpu$new state" "$(cat "$SYS/cpu$new/hotplug/state")" "$(state_nr online)"
+}
+
+# Pulling out an online CPU takes it offline (the eject offlines it first)
+# and out of the present mask.
+hotremove_takes_cpu_away() {
+	new=$(plug) || return 1
+	write "$SYS/cpu$new/online" 1 &&
+	unplug "$new" &&
+	expect "cpu$new in the online mask" "$(in_online_mask "$new")" 0 &&
+	expect "cpu$new absent" "$(absent_cpus | grep -cx "$new")" 1
+}
+
 # Leave every CPU online and nothing armed, whatever happened: through the
 # target file too, since cpuN/online does not see what the target file did.
 restore() {
 	# First: after a failed "off" 6.12 refuses to online a secondary thread.
 	[ -w "$SMT/control" ] && [ "$(cat "$SMT/control")" != on ] && echo on >"$SMT/control" 2>/dev/null
 	for d in "$SYS"/cpu[0-9]*; do
-		echo -1 >"$d/hotplug/fail" 2>/dev/null
-		state_nr online >"$d/hotplug/target" 2>/dev/null
+		# (No hotplug/ on a CPU plugged in after boot: findings/16.)
+		if [ -d "$d/hotplug" ]; then
+			echo -1 2>/dev/null >"$d/hotplug/fail"
+			state_nr online 2>/dev/null >"$d/hotplug/target"
+		fi
 		[ -e "$d/online" ] && echo 1 >"$d/online" 2>/dev/null
 	done
 	[ -w /sys/power/pm_test ] && echo none >/sys/power/pm_test
@@ -310,10 +565,24 @@ for c in $CASES; do
 			continue
 		fi
 		;;
+	suspend_*)
+		if [ "$(can_suspend_mem)" = 0 ]; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP needs /sys/power/pm_test (CONFIG_PM_DEBUG) and deep in /sys/power/mem_sleep (ACPI S3)"
+			continue
+		fi
+		;;
 	smt_*)
 		if [ "$(has_smt)" = 0 ]; then
 			n=$((n + 1))
 			echo "    ok $n $c # SKIP needs SMT siblings (make run TOPOLOGY=smt)"
+			continue
+		fi
+		;;
+	hotadd_* | hotremove_*)
+		if [ "$(can_hotadd)" = 0 ]; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP needs a CPU to plug in (make run TOPOLOGY=hotplug)"
 			continue
 		fi
 	esac

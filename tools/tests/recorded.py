@@ -46,13 +46,18 @@ ADDED_HISTORY_PATH: Dict[str, List[str]] = {
         'crosststamp_history_after_wrap', 'crosststamp_history_clock_set',
         'crosststamp_history_long', 'crosststamp_seqcount_retry'],
 }
-# Hotplug disabled, the real suspend, SMT control (2026-12-05, issue 24): after the
+# Hotplug disabled, the real suspend and hibernation, SMT control, CPU
+# hot-add (2026-12-05, issue 24): after the
 # derailed_* recording too.
 ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
     'cpuhp_rollback': ['cpuhp_rollback_frozen_refuses', 'cpuhp_rollback_disabled'],
     'cpuhp_sysfs': ['hibernate_cpus_come_back', 'hibernate_fail_aborts',
                     'hibernate_offline_cpu_stays', 'smt_control_off_on',
-                    'smt_control_fail_keeps_state'],
+                    'smt_control_numeric', 'smt_control_fail_keeps_state',
+                    'suspend_cpus_come_back',
+                    'suspend_fail_aborts', 'suspend_offline_cpu_stays',
+                    'hotadd_first_bringup', 'hotadd_fail_rolls_back',
+                    'hotremove_takes_cpu_away'],
 }
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
     s: ADDED_HISTORY_PATH.get(s, []) + ADDED_HOTPLUG_DISABLED.get(s, [])
