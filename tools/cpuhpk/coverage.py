@@ -1,16 +1,23 @@
 """`make coverage`: `make run` on the default kernel, its coverage gated.
 
 Every run yields coverage (tools/cpuhpk/gcov.py): the default kernel is the
-coverage kernel, so this builds nothing `make run` has not built. On top of
-the run it adds the gate (tools/coverage-thresholds-<KVER>: per file lines and
+coverage kernel, so this builds nothing `make run` has not built. The same
+kernel boots once per guest topology (run.TOPOLOGIES: flat, then the SMT
+guest and the guest with CPUs to hot-add, which reach the paths of
+kernel/cpu.c a flat guest cannot), each boot a run with its own verdict in
+its own out/ directory; the gate reads their coverage merged. On top of the
+runs it adds the gate (tools/coverage-thresholds-<KVER>: per file lines and
 functions, per gated function lines and branches) and the anchor: the same
 kernel booted with kunit.enable=0 and an initramfs that runs upstream's
 tools/testing/selftests/cpu-hotplug/cpu-on-off-test.sh -a (with bash-static)
 before printing its gcov data.
 
-Writes out/<KVER>/ (the run's outputs: coverage.info, summary.txt, html/)
-plus selftest.info and the suites-vs-selftest lines in summary.txt. Fails
-when the run fails, or a file or gated function drops below its threshold.
+Writes out/<KVER>/ (the flat run's outputs), out/<KVER>-smt/ and
+out/<KVER>-hotplug/ (the other runs'), and in out/<KVER>/ the merged
+coverage-merged.info, summary.txt (each topology's and the merged figures,
+gated), html/ (of the merged data), selftest.info and the suites-vs-selftest
+lines. Fails when a run fails, or a file or gated function drops below its
+threshold.
 """
 
 from __future__ import annotations
@@ -76,6 +83,28 @@ def anchor_lines(files: Dict[str, FileCov], anchor: Dict[str, FileCov]) -> List[
     return text
 
 
+def merged(infos: Sequence[Path], out: Path) -> Dict[str, FileCov]:
+    """The runs' tracefiles @infos added up in @out/coverage-merged.info, html/ of it."""
+    dest = out / 'coverage-merged.info'
+    args: List[str] = []
+    for info in infos:
+        args += ['--add-tracefile', str(info)]
+    gcov.lcov(*args, '--output-file', str(dest))
+    gcov.genhtml(dest, out / 'html')
+    return gcov.parse_info(dest.read_text())
+
+
+def topology_lines(infos: Sequence[Path]) -> List[str]:
+    """kernel/cpu.c's lines and branches in each run, before the merged summary."""
+    text = ['kernel/cpu.c per guest topology (the gate reads them merged, below):']
+    for info in infos:
+        cov = gcov.parse_info(info.read_text())
+        c = next((v for f, v in cov.items() if f.endswith('/kernel/cpu.c')), FileCov())
+        text.append(f'  {info.parent.name:22} lines {pct(c.lines):5.1f}%  '
+                    f'branches {pct(c.branches):5.1f}%')
+    return text + ['', 'merged:']
+
+
 def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description='make run on the default kernel, coverage gated.')
     ap.add_argument('--kver', default='6.12')
@@ -87,6 +116,9 @@ def main(argv: Sequence[str]) -> int:
                     help='skip the cpu-on-off-test.sh anchor run')
     run.add_tree_arguments(ap)
     args = ap.parse_args(argv)
+    if int(args.smp) % 2:
+        ap.error(f'make coverage boots the SMT guest too (two threads per core): '
+                 f'SMP={args.smp} is odd')
     args.fixes = 0
     return tree.locked(f'make coverage KVER={args.kver}', lambda: coverage(args))
 
@@ -99,18 +131,27 @@ def coverage(args: argparse.Namespace) -> int:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     out = run.out_dir(args.kver, 'default', False, user, int(args.smp))
-    rc = run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
-                   '--seed', args.seed, '--stress-ops', args.stress_ops,
-                   *run.tree_arguments(args)])
+    rc = 0
+    infos: List[Path] = []
     problems: List[verdict.Problem] = []
-    info = out / 'coverage.info'
-    if not info.is_file():
-        # The run is red already (it says why); the gate has nothing to read.
-        problems.append(verdict.Problem('coverage', '', 'make coverage: the run left no '
-                                        'coverage.info: no gate'))
-        files: Dict[str, FileCov] = {}
-    else:
-        files = gcov.parse_info(info.read_text())
+    for topology in run.TOPOLOGIES:
+        rc |= run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
+                        '--seed', args.seed, '--stress-ops', args.stress_ops,
+                        '--topology', topology, *run.tree_arguments(args)])
+        info = run.out_dir(args.kver, 'default', False, user, int(args.smp),
+                           topology) / 'coverage.info'
+        if info.is_file():
+            infos.append(info)
+        else:
+            # That run is red already (it says why); the gate would read less.
+            problems.append(verdict.Problem('coverage', '', f'make coverage: the {topology} '
+                                            'run left no coverage.info: no gate'))
+    files: Dict[str, FileCov] = {}
+    if not problems:
+        try:
+            files = merged(infos, out)
+        except tree.PrepareError as e:
+            problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     anchor: Optional[Dict[str, FileCov]] = None
     if files and args.selftest:
         try:
@@ -123,8 +164,8 @@ def coverage(args: argparse.Namespace) -> int:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     if files:
         limits = gcov.thresholds_path(args.kver)
-        text = gcov.summary(files, limits) + (anchor_lines(files, anchor)
-                                              if anchor is not None else [])
+        text = (topology_lines(infos) + gcov.summary(files, limits) +
+                (anchor_lines(files, anchor) if anchor is not None else []))
         (out / 'summary.txt').write_text('\n'.join(text) + '\n')
         print('\n'.join(text))
         if limits.is_file():

@@ -452,14 +452,19 @@ def report(out: Path, build_dir: Path, src: Path, kver: str) -> Dict[str, FileCo
     tree.log(f'{len(gcda)} .gcda files from the guest')
     files = capture(build_dir, src, out, 'coverage')
     (out / 'coverage-all.info').unlink(missing_ok=True)
-    res = subprocess.run(['genhtml', '--quiet', '--branch-coverage', '--output-directory',
-                          str(out / 'html'), str(out / 'coverage.info')],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise tree.PrepareError(f'genhtml failed: {res.stderr.strip()}')
+    genhtml(out / 'coverage.info', out / 'html')
     text = summary(files, thresholds_path(kver))
     (out / 'summary.txt').write_text('\n'.join(text) + '\n')
     return files
+
+
+def genhtml(info: Path, html: Path) -> None:
+    """genhtml's report of the tracefile @info in @html."""
+    res = subprocess.run(['genhtml', '--quiet', '--branch-coverage', '--output-directory',
+                          str(html), str(info)],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise tree.PrepareError(f'genhtml failed: {res.stderr.strip()}')
 
 
 def clear(build_dir: Path) -> None:

@@ -142,15 +142,12 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual(matrix_list('CONFIGS=default debug', 'KVER=6.1'),
                          ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=debug',
                           'run KVER=6.1 CONFIG=default SMP=2',
-                          'run KVER=6.1 CONFIG=default TOPOLOGY=smt',
                           'fixes-test KVER=6.1 CONFIG=default',
                           'fixes-series-test KVER=6.1 CONFIG=default'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.12 6.1'),
                          ['coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default',
                           'run KVER=6.12 CONFIG=default SMP=2',
                           'run KVER=6.1 CONFIG=default SMP=2',
-                          'run KVER=6.12 CONFIG=default TOPOLOGY=smt',
-                          'run KVER=6.1 CONFIG=default TOPOLOGY=smt',
                           'fixes-test KVER=6.12 CONFIG=default',
                           'fixes-series-test KVER=6.12 CONFIG=default',
                           'fixes-test KVER=6.1 CONFIG=default',
@@ -159,7 +156,6 @@ class MatrixListTest(unittest.TestCase):
                           'tree-test KVER=6.12 CONFIG=default'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.1'),
                          ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=default SMP=2',
-                          'run KVER=6.1 CONFIG=default TOPOLOGY=smt',
                           'fixes-test KVER=6.1 CONFIG=default',
                           'fixes-series-test KVER=6.1 CONFIG=default'])
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import base64
+import contextlib
 import hashlib
 import io
 import tarfile
@@ -12,7 +14,7 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import gcov, hygiene, tree, verdict
+from cpuhpk import coverage, gcov, hygiene, run, tree, verdict
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -187,6 +189,59 @@ class InfoTest(unittest.TestCase):
                           'cpuhp_issue_call(): branch coverage 50.0% < 51.0%'])
         self.assertEqual(gcov.gate_functions(files, {'nosuch': (0.0, 0.0)}),
                          ['nosuch(): no coverage data'])
+
+    def test_merge_adds_up_the_topologies(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            src = Path(d, 'src', 'kernel', 'cpu.c')
+            src.parent.mkdir(parents=True)
+            src.write_text('\n' * 30)
+            mine = INFO.replace('/src/', f'{d}/src/')
+            other = mine.replace('DA:12,0', 'DA:12,1').replace('BRDA:11,0,1,-', 'BRDA:11,0,1,1')
+            a, b = Path(d, '6.12', 'coverage.info'), Path(d, '6.12-smt', 'coverage.info')
+            for info, text in ((a, mine), (b, other)):
+                info.parent.mkdir()
+                info.write_text(text)
+            cov = coverage.merged([a, b], a.parent)[str(src)]
+            self.assertEqual(cov.lines, (3, 5))
+            self.assertEqual(cov.branches, (2, 2))
+            self.assertEqual(cov.line_hits[10], 6)
+            self.assertTrue(Path(d, '6.12', 'html', 'index.html').is_file())
+            self.assertEqual(coverage.topology_lines([a, b])[1:3],
+                             ['  6.12                   lines  40.0%  branches  50.0%',
+                              '  6.12-smt               lines  60.0%  branches 100.0%'])
+
+    def test_every_topology_runs_and_a_missing_one_is_red(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            def fake_run(argv: List[str]) -> int:
+                topology = argv[argv.index('--topology') + 1]
+                if topology != 'hotplug':
+                    out = Path(d, topology)
+                    out.mkdir()
+                    (out / 'coverage.info').write_text(INFO)
+                return 0
+
+            def fake_out(*a: object) -> Path:
+                return Path(d, str(a[5]) if len(a) > 5 else 'flat')
+
+            with mock.patch.object(run, 'main', side_effect=fake_run) as m, \
+                    mock.patch.object(run, 'out_dir', side_effect=fake_out), \
+                    mock.patch.object(run, 'add_problems') as add:
+                add.return_value = verdict.Verdict()
+                args = argparse.Namespace(
+                    kver='6.12', smp='4', timeout='600', seed='0', stress_ops='0',
+                    selftest=False, tree=None, good=None, series=None)
+                with mock.patch.object(run, 'resolve_user', return_value=None), \
+                        mock.patch.object(run, 'tree_arguments', return_value=[]), \
+                        contextlib.redirect_stdout(io.StringIO()), \
+                        contextlib.redirect_stderr(io.StringIO()):
+                    rc = coverage.coverage(args)
+            self.assertEqual([c.args[0][c.args[0].index('--topology') + 1]
+                              for c in m.call_args_list], list(run.TOPOLOGIES))
+            self.assertEqual(rc, 1)
+            problems = add.call_args.args[1]
+            self.assertEqual([str(p) for p in problems],
+                             [str(verdict.Problem('coverage', '', 'make coverage: the hotplug '
+                                                  'run left no coverage.info: no gate'))])
 
     def test_the_real_thresholds_parse(self) -> None:
         for kver in ('6.12', '6.1'):
