@@ -19,7 +19,10 @@
  *    bringup is warned about, the walk back goes on (instances) or stops
  *    (states) and the bringup's error is returned;
  *  - cpuhp_tasks_frozen (090e77c391dd) tells the callbacks that they run for
- *    suspend/resume, and only then;
+ *    suspend/resume, and only then: through freeze_secondary_cpus() and
+ *    through the real suspend to RAM path (suspend_devices_and_enter() at
+ *    the processors test level), where a failing teardown aborts the
+ *    suspend with every CPU back;
  *  - the cpuhp_enter/cpuhp_multi_enter/cpuhp_exit tracepoints (5ba9ac8e2c45)
  *    follow every callback with its result, cpuhp_multi_enter with the
  *    instance for a multi-instance state;
@@ -53,7 +56,10 @@
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/spinlock.h>
+#include <linux/suspend.h>
 #include <trace/events/cpuhp.h>
+
+#include "../power/power.h"
 
 #include "cpuhp_kunit_compat.h"
 #include "cpuhp_recorder.h"
@@ -481,23 +487,65 @@ static void cpuhp_rollback_expect_balanced(struct kunit *test, struct cpuhp_roll
 	}
 }
 
+/* Take the secondary CPUs down and bring them back as suspend does; its result. */
+typedef int (*cpuhp_rollback_sleep_fn)(struct kunit *test);
+
+/* freeze_secondary_cpus(), then thaw_secondary_cpus(), without suspending. */
+static int cpuhp_rollback_freeze_thaw(struct kunit *test)
+{
+	int ret = freeze_secondary_cpus(0);
+
+	thaw_secondary_cpus();
+	return ret;
+}
+
+#if defined(CONFIG_SUSPEND) && defined(CONFIG_PM_SLEEP_DEBUG)
 /*
- * cpuhp_tasks_frozen is set for suspend/resume: the suspend path
- * (freeze_secondary_cpus(), then thaw_secondary_cpus(), without
- * suspending) runs every callback of every secondary CPU once per
- * direction, all with it set. 6.12 leaves the global set after thaw until
- * the next hotplug operation, so only what callbacks saw is asserted.
+ * The real suspend to RAM without the platform's sleep:
+ * suspend_devices_and_enter() at the processors test level suspends the
+ * devices, prepares the platform, and suspend_enter() takes the secondary
+ * CPUs down and brings them back, as "echo mem > /sys/power/state" with
+ * pm_test set to processors does after freezing the tasks. The freezer and
+ * the PM notifiers are left out: a built-in case runs in a kthread while
+ * PID 1 waits for it uninterruptibly, which the freezer cannot freeze (the
+ * user-space cpuhp_sysfs.suspend_* cases go the whole way). The test level
+ * waits suspend.pm_test_delay seconds at the CPUs (the harness boots with
+ * 0).
  */
-static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
+static int cpuhp_rollback_real_suspend(struct kunit *test)
+{
+	int saved = pm_test_level, ret;
+	unsigned int flags;
+
+	/* Set by suspend_set_ops() when the platform can suspend to RAM. */
+	if (!mem_sleep_states[PM_SUSPEND_MEM])
+		kunit_skip(test, "needs suspend to RAM (ACPI S3)");
+	flags = lock_system_sleep();
+	pm_test_level = TEST_CPUS;
+	ret = suspend_devices_and_enter(PM_SUSPEND_MEM);
+	pm_test_level = saved;
+	unlock_system_sleep(flags);
+	return ret;
+}
+#else
+static int cpuhp_rollback_real_suspend(struct kunit *test)
+{
+	kunit_skip(test, "needs CONFIG_SUSPEND and CONFIG_PM_DEBUG");
+	return -EOPNOTSUPP;
+}
+#endif
+
+/*
+ * Every callback of every secondary CPU ran once per direction, all with
+ * cpuhp_tasks_frozen set, and every state is up again.
+ */
+static void cpuhp_rollback_expect_sleep(struct kunit *test, cpuhp_rollback_sleep_fn sleep)
 {
 	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
 	unsigned int secondaries = cpumask_weight(rb->rec->online) - 1;
 	unsigned int calls = cpuhp_rec_installed(rb->rec) * secondaries;
-	int ret;
 
-	ret = freeze_secondary_cpus(0);
-	thaw_secondary_cpus();
-	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_ASSERT_EQ(test, sleep(test), 0);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN,
 					      CPUHP_REC_ANY, CPUHP_REC_ANY), calls);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_STARTUP,
@@ -507,20 +555,16 @@ static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
 }
 
 /*
- * cpuhp_tasks_frozen is clear once the secondary CPUs are thawed: a state
- * installed right after thaw_secondary_cpus() runs its startups with it
- * clear, as for any install outside suspend/resume.
+ * A state installed right after the CPUs came back runs its startups with
+ * cpuhp_tasks_frozen clear, as for any install outside suspend/resume.
  */
-static void cpuhp_rollback_frozen_clear_after_thaw(struct kunit *test)
+static void cpuhp_rollback_expect_clear_after(struct kunit *test, cpuhp_rollback_sleep_fn sleep)
 {
 	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
 	struct cpuhp_rec_log *got;
-	int ret;
 
 	cpuhp_rec_remove(rb->rec, H, CPUHP_REC_NOCALLS);
-	ret = freeze_secondary_cpus(0);
-	thaw_secondary_cpus();
-	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_ASSERT_EQ(test, sleep(test), 0);
 	cpuhp_rec_clear(rb->rec);
 
 	KUNIT_ASSERT_GT(test, cpuhp_rec_setup(rb->rec, H, CPUHP_AP_ONLINE_DYN, CPUHP_REC_INVOKE),
@@ -531,23 +575,21 @@ static void cpuhp_rollback_frozen_clear_after_thaw(struct kunit *test)
 }
 
 /*
- * A teardown that fails during the freeze: freeze_secondary_cpus() returns
- * its error, and after the thaw every CPU is online with every state up.
+ * A teardown that fails while the CPUs go down: the sleep returns its
+ * error, and after it every CPU is online with every state up.
  */
-static void cpuhp_rollback_freeze_fails(struct kunit *test)
+static void cpuhp_rollback_expect_sleep_fails(struct kunit *test,
+					      cpuhp_rollback_sleep_fn sleep)
 {
 	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
 	unsigned int k = cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_MIDDLE), cpu;
-	int ret;
 
 	if (k == cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_FIRST))
 		k = rb->cpu;
 	cpuhp_rec_arm_once(rb->rec, M, CPUHP_REC_TEARDOWN, k, CPUHP_REC_ANY,
 			   CPUHP_ROLLBACK_DOWN_ERR);
 
-	ret = freeze_secondary_cpus(0);
-	thaw_secondary_cpus();
-	KUNIT_EXPECT_EQ(test, ret, CPUHP_ROLLBACK_DOWN_ERR);
+	KUNIT_EXPECT_EQ(test, sleep(test), CPUHP_ROLLBACK_DOWN_ERR);
 	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, M, CPUHP_REC_TEARDOWN, k, CPUHP_REC_ANY), 1);
 	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_SUSPEND);
 	for_each_cpu(cpu, rb->rec->online) {
@@ -555,6 +597,46 @@ static void cpuhp_rollback_freeze_fails(struct kunit *test)
 		cpuhp_rec_expect_state(test, cpu, CPUHP_ONLINE, CPUHP_ONLINE);
 	}
 	cpuhp_rollback_expect_balanced(test, rb);
+}
+
+/*
+ * cpuhp_tasks_frozen is set for suspend/resume: the suspend path
+ * (freeze_secondary_cpus(), then thaw_secondary_cpus(), without
+ * suspending) runs every callback of every secondary CPU once per
+ * direction, all with it set.
+ */
+static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
+{
+	cpuhp_rollback_expect_sleep(test, cpuhp_rollback_freeze_thaw);
+}
+
+/* cpuhp_tasks_frozen is clear once the secondary CPUs are thawed. */
+static void cpuhp_rollback_frozen_clear_after_thaw(struct kunit *test)
+{
+	cpuhp_rollback_expect_clear_after(test, cpuhp_rollback_freeze_thaw);
+}
+
+/* A teardown that fails during the freeze: freeze_secondary_cpus() returns it. */
+static void cpuhp_rollback_freeze_fails(struct kunit *test)
+{
+	cpuhp_rollback_expect_sleep_fails(test, cpuhp_rollback_freeze_thaw);
+}
+
+/* The same through the real suspend path (cpuhp_rollback_real_suspend()). */
+static void cpuhp_rollback_frozen_set_in_real_suspend(struct kunit *test)
+{
+	cpuhp_rollback_expect_sleep(test, cpuhp_rollback_real_suspend);
+}
+
+static void cpuhp_rollback_frozen_clear_after_real_resume(struct kunit *test)
+{
+	cpuhp_rollback_expect_clear_after(test, cpuhp_rollback_real_suspend);
+}
+
+/* A failing teardown aborts the real suspend with its error (suspend_enter()). */
+static void cpuhp_rollback_real_suspend_fails(struct kunit *test)
+{
+	cpuhp_rollback_expect_sleep_fails(test, cpuhp_rollback_real_suspend);
 }
 
 static void cpuhp_rollback_thaw(void *unused)
@@ -613,6 +695,21 @@ static void cpuhp_rollback_frozen_clear_after_thaw(struct kunit *test)
 }
 
 static void cpuhp_rollback_freeze_fails(struct kunit *test)
+{
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+}
+
+static void cpuhp_rollback_frozen_set_in_real_suspend(struct kunit *test)
+{
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+}
+
+static void cpuhp_rollback_frozen_clear_after_real_resume(struct kunit *test)
+{
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+}
+
+static void cpuhp_rollback_real_suspend_fails(struct kunit *test)
 {
 	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
 }
@@ -977,6 +1074,9 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_frozen_set_in_suspend),
 	KUNIT_CASE(cpuhp_rollback_frozen_clear_after_thaw),
 	KUNIT_CASE(cpuhp_rollback_freeze_fails),
+	KUNIT_CASE(cpuhp_rollback_frozen_set_in_real_suspend),
+	KUNIT_CASE(cpuhp_rollback_frozen_clear_after_real_resume),
+	KUNIT_CASE(cpuhp_rollback_real_suspend_fails),
 	KUNIT_CASE(cpuhp_rollback_frozen_refuses),
 	KUNIT_CASE(cpuhp_rollback_trace_up),
 	KUNIT_CASE(cpuhp_rollback_trace_down),

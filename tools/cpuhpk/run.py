@@ -53,7 +53,9 @@ DEFAULT_SMP = 4
 MAKE_OPTIONS = ('CPUHP_KUNIT_GCOV=y',)
 # Kernel arguments: reboot (and so end QEMU, -no-reboot) at once on a panic
 # instead of waiting for the timeout.
-KERNEL_ARGS = ('panic=-1',)
+# suspend.pm_test_delay: the seconds a suspend at a pm_test level busy-waits
+# at that level (5 by default), for cpuhp_rollback's real-suspend cases.
+KERNEL_ARGS = ('panic=-1', 'suspend.pm_test_delay=0')
 # Seconds kunit.py, make and QEMU get to end after SIGTERM before SIGKILL.
 GRACE = 10
 EXPECTED_SKIPS = REPO / 'kunit' / 'expected-skips'

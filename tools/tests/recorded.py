@@ -50,7 +50,10 @@ ADDED_HISTORY_PATH: Dict[str, List[str]] = {
 # hot-add (2026-12-05, issue 24): after the
 # derailed_* recording too.
 ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
-    'cpuhp_rollback': ['cpuhp_rollback_frozen_refuses', 'cpuhp_rollback_disabled'],
+    'cpuhp_rollback': ['cpuhp_rollback_frozen_refuses', 'cpuhp_rollback_disabled',
+                       'cpuhp_rollback_frozen_set_in_real_suspend',
+                       'cpuhp_rollback_frozen_clear_after_real_resume',
+                       'cpuhp_rollback_real_suspend_fails'],
     'cpuhp_sysfs': ['hibernate_cpus_come_back', 'hibernate_fail_aborts',
                     'hibernate_offline_cpu_stays', 'smt_control_off_on',
                     'smt_control_numeric', 'smt_control_fail_keeps_state',
