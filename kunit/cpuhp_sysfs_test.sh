@@ -200,35 +200,50 @@ hibernate_cpus_come_back() {
 	all_online "$cpus"
 }
 
-# A teardown that fails while hibernation takes CPU N down aborts it with
-# its error; every CPU comes back, the failure has fired, and the next
-# hibernation goes through.
-hibernate_fail_aborts() {
-	cpu=$1 cpus=$(online_cpus)
+# sleep_fail_aborts CPU WHAT SUSPEND_TO_ARGS...: a teardown that fails
+# while the sleep WHAT ("hibernation", "suspend to RAM") takes CPU down
+# aborts it with its error; every CPU comes back, the failure has fired,
+# and the next one goes through.
+sleep_fail_aborts() {
+	cpu=$1 what=$2 cpus=$(online_cpus)
+	shift 2
 	write "$SYS/cpu$cpu/hotplug/fail" "$(state_nr sched:active)" || return 1
-	if suspend_to processors; then
-		echo "    # hibernation with cpu$cpu's sched:active teardown failing succeeded"
+	if suspend_to "$@"; then
+		echo "    # $what with cpu$cpu's sched:active teardown failing succeeded"
 		return 1
 	fi
 	grep -q "Resource temporarily unavailable" "$ERR" ||
-		{ echo "    # hibernation failed with '$(cat "$ERR")', wanted the teardown's EAGAIN"; return 1; }
+		{ echo "    # $what failed with '$(cat "$ERR")', wanted the teardown's EAGAIN"; return 1; }
 	all_online "$cpus" &&
 	expect "cpu$cpu fail" "$(cat "$SYS/cpu$cpu/hotplug/fail")" -1 &&
-	{ suspend_to processors || { echo "    # next hibernation: $(cat "$ERR")"; return 1; }; } &&
+	{ suspend_to "$@" || { echo "    # next $what: $(cat "$ERR")"; return 1; }; } &&
 	all_online "$cpus"
 }
 
-# A CPU offline before hibernation is offline after it: the thaw brings up
-# only the CPUs the freeze took down.
-hibernate_offline_cpu_stays() {
-	cpu=$1
+# sleep_offline_cpu_stays CPU WHAT SUSPEND_TO_ARGS...: a CPU offline
+# before the sleep WHAT is offline after it: the thaw brings up only the
+# CPUs the freeze took down.
+sleep_offline_cpu_stays() {
+	cpu=$1 what=$2
+	shift 2
 	write "$SYS/cpu$cpu/online" 0 || return 1
 	cpus=$(online_cpus)
-	suspend_to processors || { echo "    # hibernation: $(cat "$ERR")"; return 1; }
+	suspend_to "$@" || { echo "    # $what: $(cat "$ERR")"; return 1; }
 	all_online "$cpus" &&
 	expect "cpu$cpu online" "$(cat "$SYS/cpu$cpu/online")" 0 &&
 	expect "cpu$cpu state" "$(cat "$SYS/cpu$cpu/hotplug/state")" "$(state_nr offline)" &&
 	write "$SYS/cpu$cpu/online" 1
+}
+
+# A teardown failing while hibernation takes CPU N down aborts it
+# (create_image()).
+hibernate_fail_aborts() {
+	sleep_fail_aborts "$1" hibernation processors
+}
+
+# A CPU offline before hibernation is offline after it.
+hibernate_offline_cpu_stays() {
+	sleep_offline_cpu_stays "$1" hibernation processors
 }
 
 # Suspend to RAM at the core test level (the deepest before the platform
@@ -240,34 +255,15 @@ suspend_cpus_come_back() {
 	all_online "$cpus"
 }
 
-# A teardown failing while suspend to RAM takes CPU N down aborts it with
-# its error (suspend_enter()); every CPU comes back, the failure has fired,
-# and the next suspend goes through.
+# A teardown failing while suspend to RAM takes CPU N down aborts it
+# (suspend_enter()).
 suspend_fail_aborts() {
-	cpu=$1 cpus=$(online_cpus)
-	write "$SYS/cpu$cpu/hotplug/fail" "$(state_nr sched:active)" || return 1
-	if suspend_to processors mem; then
-		echo "    # suspend to RAM with cpu$cpu's sched:active teardown failing succeeded"
-		return 1
-	fi
-	grep -q "Resource temporarily unavailable" "$ERR" ||
-		{ echo "    # suspend failed with '$(cat "$ERR")', wanted the teardown's EAGAIN"; return 1; }
-	all_online "$cpus" &&
-	expect "cpu$cpu fail" "$(cat "$SYS/cpu$cpu/hotplug/fail")" -1 &&
-	{ suspend_to processors mem || { echo "    # next suspend: $(cat "$ERR")"; return 1; }; } &&
-	all_online "$cpus"
+	sleep_fail_aborts "$1" "suspend to RAM" processors mem
 }
 
 # A CPU offline before suspend to RAM is offline after it.
 suspend_offline_cpu_stays() {
-	cpu=$1
-	write "$SYS/cpu$cpu/online" 0 || return 1
-	cpus=$(online_cpus)
-	suspend_to core mem || { echo "    # suspend to RAM: $(cat "$ERR")"; return 1; }
-	all_online "$cpus" &&
-	expect "cpu$cpu online" "$(cat "$SYS/cpu$cpu/online")" 0 &&
-	expect "cpu$cpu state" "$(cat "$SYS/cpu$cpu/hotplug/state")" "$(state_nr offline)" &&
-	write "$SYS/cpu$cpu/online" 1
+	sleep_offline_cpu_stays "$1" "suspend to RAM" core mem
 }
 
 # The SMT control (/sys/devices/system/cpu/smt/, 05736e4ac13c: "off" takes
@@ -322,8 +318,9 @@ smt_takes_counts() {
 }
 
 # The numeric control: "1" takes the secondary threads offline like "off",
-# "2" (two threads per core) brings them back like "on", "3" is refused
-# and changes nothing; before v6.6 every number is refused.
+# "2" (two threads per core) brings them back like "on", "3" (and any
+# word but on, off and forceoff) is refused and changes nothing; before
+# v6.6 every number is refused.
 smt_control_numeric() {
 	sec=$(secondary_threads) cpus=$(online_cpus)
 	if [ "$(smt_takes_counts)" = 0 ]; then
@@ -334,6 +331,7 @@ smt_control_numeric() {
 		return
 	fi
 	write "$SMT/control" 3 "Invalid argument" &&
+	write "$SMT/control" half "Invalid argument" &&
 	expect "smt/control after 3" "$(cat "$SMT/control")" on &&
 	all_online "$cpus" || return 1
 	write "$SMT/control" 1 || return 1
@@ -509,7 +507,8 @@ hotadd_first_bringup() {
 # offline state, the failure has fired; the next bring-up goes through.
 hotadd_fail_rolls_back() {
 	new=$(plug) || return 1
-	[ -e "$SYS/cpu$new/hotplug/fail" ] || echo "    # no cpu$new/hotplug/fail: $(hotplug_files "$new")"
+	[ -e "$SYS/cpu$new/hotplug/fail" ] ||
+		{ echo "    # no cpu$new/hotplug/fail: '$(hotplug_files "$new")'"; return 1; }
 	write "$SYS/cpu$new/hotplug/fail" "$(state_nr sched:active)" &&
 	write "$SYS/cpu$new/online" 1 "Resource temporarily unavailable" &&
 	expect "cpu$new online" "$(cat "$SYS/cpu$new/online")" 0 &&

@@ -379,11 +379,10 @@ def _threshold_rows(path: Path) -> List[List[str]]:
     return rows
 
 
-def read_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
-    """'<file> <min line %> <min function %>' per line."""
-    return {name: (float(lines), float(funcs))
-            for name, lines, funcs in (r for r in _threshold_rows(path)
-                                       if not r[0].endswith('()'))}
+def read_thresholds(path: Path) -> Dict[str, Tuple[float, ...]]:
+    """'<file> <min line %> <min function %> [<min branch %>]' per line."""
+    return {r[0]: tuple(float(v) for v in r[1:])
+            for r in _threshold_rows(path) if not r[0].endswith('()')}
 
 
 def read_function_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
@@ -393,9 +392,10 @@ def read_function_thresholds(path: Path) -> Dict[str, Tuple[float, float]]:
                                           if r[0].endswith('()'))}
 
 
-def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, float]]) -> List[str]:
+def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, ...]]) -> List[str]:
+    """Per file: lines, functions and (where a third limit is given) branches."""
     problems = []
-    for name, (min_lines, min_funcs) in limits.items():
+    for name, (min_lines, min_funcs, *min_branches) in limits.items():
         cov = next((c for f, c in files.items() if f.endswith('/' + name)), None)
         if cov is None:
             problems.append(f'{name}: no coverage data')
@@ -404,6 +404,9 @@ def gate(files: Dict[str, FileCov], limits: Dict[str, Tuple[float, float]]) -> L
             problems.append(f'{name}: line coverage {pct(cov.lines):.1f}% < {min_lines}%')
         if pct(cov.functions) < min_funcs:
             problems.append(f'{name}: function coverage {pct(cov.functions):.1f}% < {min_funcs}%')
+        if min_branches and pct(cov.branches) < min_branches[0]:
+            problems.append(f'{name}: branch coverage {pct(cov.branches):.1f}% '
+                            f'< {min_branches[0]}%')
     return problems
 
 

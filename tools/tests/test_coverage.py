@@ -178,6 +178,9 @@ class InfoTest(unittest.TestCase):
         self.assertEqual(gcov.gate(files, {'kernel/cpu.c': (40.0, 50.0)}), [])
         self.assertEqual(gcov.gate(files, {'kernel/cpu.c': (41.0, 50.0)}),
                          ['kernel/cpu.c: line coverage 40.0% < 41.0%'])
+        self.assertEqual(gcov.gate(files, {'kernel/cpu.c': (40.0, 50.0, 50.0)}), [])
+        self.assertEqual(gcov.gate(files, {'kernel/cpu.c': (40.0, 50.0, 50.1)}),
+                         ['kernel/cpu.c: branch coverage 50.0% < 50.1%'])
         self.assertEqual(gcov.gate(files, {'kernel/time/timekeeping.c': (1.0, 1.0)}),
                          ['kernel/time/timekeeping.c: no coverage data'])
 
