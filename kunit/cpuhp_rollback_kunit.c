@@ -22,7 +22,8 @@
  *    suspend/resume, and only then: through freeze_secondary_cpus() and
  *    through the real suspend to RAM path (suspend_devices_and_enter() at
  *    the processors test level), where a failing teardown aborts the
- *    suspend with every CPU back;
+ *    suspend with every CPU back, and a failing startup at resume leaves
+ *    its CPU offline, device included;
  *  - the cpuhp_enter/cpuhp_multi_enter/cpuhp_exit tracepoints (5ba9ac8e2c45)
  *    follow every callback with its result, cpuhp_multi_enter with the
  *    instance for a multi-instance state;
@@ -600,6 +601,40 @@ static void cpuhp_rollback_expect_sleep_fails(struct kunit *test,
 }
 
 /*
+ * A startup that fails while the CPUs come back: thaw_secondary_cpus() has
+ * no error to return, it warns and goes on with the other CPUs, so the
+ * sleep succeeds. The failing CPU is walked back to offline, and its
+ * device must say so: cpuN/online reads 0 and onlining it goes through
+ * the state machine again (the SMT control keeps the device in step the
+ * same way, cpuhp_offline_cpu_device()).
+ */
+static void cpuhp_rollback_expect_resume_fails(struct kunit *test,
+					       cpuhp_rollback_sleep_fn sleep)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int k = cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_MIDDLE), cpu;
+
+	if (k == cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_FIRST))
+		k = rb->cpu;
+	cpuhp_rec_arm_once(rb->rec, H, CPUHP_REC_STARTUP, k, CPUHP_REC_ANY,
+			   CPUHP_ROLLBACK_UP_ERR);
+
+	KUNIT_EXPECT_EQ(test, sleep(test), 0);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, H, CPUHP_REC_STARTUP, k, CPUHP_REC_ANY), 1);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_SUSPEND);
+	for_each_cpu(cpu, rb->rec->online) {
+		if (cpu == k)
+			continue;
+		KUNIT_EXPECT_TRUE_MSG(test, cpu_online(cpu), "CPU %u", cpu);
+		cpuhp_rec_expect_state(test, cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	}
+	KUNIT_EXPECT_FALSE_MSG(test, cpu_online(k), "CPU %u", k);
+	cpuhp_rec_expect_state(test, k, CPUHP_OFFLINE, CPUHP_OFFLINE);
+	KUNIT_EXPECT_TRUE_MSG(test, get_cpu_device(k)->offline,
+			      "CPU %u is offline, its device says online", k);
+}
+
+/*
  * cpuhp_tasks_frozen is set for suspend/resume: the suspend path
  * (freeze_secondary_cpus(), then thaw_secondary_cpus(), without
  * suspending) runs every callback of every secondary CPU once per
@@ -622,6 +657,12 @@ static void cpuhp_rollback_freeze_fails(struct kunit *test)
 	cpuhp_rollback_expect_sleep_fails(test, cpuhp_rollback_freeze_thaw);
 }
 
+/* A startup that fails during the thaw leaves its CPU offline, and says so. */
+static void cpuhp_rollback_thaw_fails(struct kunit *test)
+{
+	cpuhp_rollback_expect_resume_fails(test, cpuhp_rollback_freeze_thaw);
+}
+
 /* The same through the real suspend path (cpuhp_rollback_real_suspend()). */
 static void cpuhp_rollback_frozen_set_in_real_suspend(struct kunit *test)
 {
@@ -637,6 +678,11 @@ static void cpuhp_rollback_frozen_clear_after_real_resume(struct kunit *test)
 static void cpuhp_rollback_real_suspend_fails(struct kunit *test)
 {
 	cpuhp_rollback_expect_sleep_fails(test, cpuhp_rollback_real_suspend);
+}
+
+static void cpuhp_rollback_real_resume_fails(struct kunit *test)
+{
+	cpuhp_rollback_expect_resume_fails(test, cpuhp_rollback_real_suspend);
 }
 
 static void cpuhp_rollback_thaw(void *unused)
@@ -710,6 +756,16 @@ static void cpuhp_rollback_frozen_clear_after_real_resume(struct kunit *test)
 }
 
 static void cpuhp_rollback_real_suspend_fails(struct kunit *test)
+{
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+}
+
+static void cpuhp_rollback_thaw_fails(struct kunit *test)
+{
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+}
+
+static void cpuhp_rollback_real_resume_fails(struct kunit *test)
 {
 	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
 }
@@ -1077,6 +1133,8 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_frozen_set_in_real_suspend),
 	KUNIT_CASE(cpuhp_rollback_frozen_clear_after_real_resume),
 	KUNIT_CASE(cpuhp_rollback_real_suspend_fails),
+	KUNIT_CASE(cpuhp_rollback_thaw_fails),
+	KUNIT_CASE(cpuhp_rollback_real_resume_fails),
 	KUNIT_CASE(cpuhp_rollback_frozen_refuses),
 	KUNIT_CASE(cpuhp_rollback_trace_up),
 	KUNIT_CASE(cpuhp_rollback_trace_down),

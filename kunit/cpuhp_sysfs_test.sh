@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_on_fail_retries hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -363,6 +363,23 @@ smt_control_fail_keeps_state() {
 	expect "smt/control after the failed off" "$(cat "$SMT/control")" on || ok=1
 	write "$SMT/control" on && all_online "$cpus" || ok=1
 	return $ok
+}
+
+# A secondary thread whose startup fails makes "on" fail with that error:
+# the thread is walked back offline with its failure fired, and
+# cpuhp_smt_enable() stops there, so the threads after it stay offline
+# too. Writing "on" again is the way back the control offers: it brings
+# every thread up.
+smt_control_on_fail_retries() {
+	cpus=$(online_cpus) t=
+	for k in $(secondary_threads); do [ -z "$t" ] && t=$k; done
+	write "$SMT/control" off &&
+	write "$SYS/cpu$t/hotplug/fail" "$(state_nr sched:active)" &&
+	write "$SMT/control" on "Resource temporarily unavailable" &&
+	expect "cpu$t online" "$(cat "$SYS/cpu$t/online")" 0 &&
+	expect "cpu$t state" "$(cat "$SYS/cpu$t/hotplug/state")" "$(state_nr offline)" &&
+	expect "cpu$t fail" "$(cat "$SYS/cpu$t/hotplug/fail")" -1 || return 1
+	write "$SMT/control" on && all_online "$cpus"
 }
 
 # Physical CPU hot-add and hot-remove (make run TOPOLOGY=hotplug): the guest

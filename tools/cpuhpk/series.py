@@ -602,10 +602,12 @@ def judge_args(console: Path, kver: str, smp: int, filter_glob: str, dest: Path)
     """run.py's arguments for the verdict of a pristine kunit.py run's console.
 
     kunit.py run as the cover letter says boots no initramfs of ours, so the
-    console has no user-space suite: make judge expects it unless told.
+    console has no user-space suite: make judge expects it unless told. Its
+    kernel is the series' own .kunitconfig, not one of kconfigs/: CONFIG=series
+    (kunit/expected-skips names what that kernel cannot run).
     """
     return ['--judge', str(console), '--kver', kver, '--smp', str(smp), '--filter',
-            filter_glob, '--out', str(dest), '--userspace', '0']
+            filter_glob, '--out', str(dest), '--userspace', '0', '--config', 'series']
 
 
 def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report) -> None:

@@ -200,5 +200,5 @@ class PristineJudgeTest(unittest.TestCase):
             args = series.judge_args(console, '6.12', 4, 'cpuhp_*', Path(tmp) / 'out')
             with contextlib.redirect_stdout(io.StringIO()):
                 self.assertEqual(run.main(args), 0)
-                self.assertEqual(args[-2:], ['--userspace', '0'])
-                self.assertEqual(run.main(args[:-2]), 1)
+                self.assertEqual(args[-4:], ['--userspace', '0', '--config', 'series'])
+                self.assertEqual(run.main(args[:-4] + args[-2:]), 1)
