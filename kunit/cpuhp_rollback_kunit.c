@@ -24,6 +24,10 @@
  *    the processors test level), where a failing teardown aborts the
  *    suspend with every CPU back, and a failing startup at resume leaves
  *    its CPU offline, device included;
+ *  - the freeze keeps one CPU online, the one asked for or, when that one is
+ *    offline or none is named (-1), the first online CPU; a wakeup event
+ *    while it runs aborts it with -EBUSY, and the thaw brings back exactly
+ *    the CPUs it took down;
  *  - the cpuhp_enter/cpuhp_multi_enter/cpuhp_exit tracepoints (5ba9ac8e2c45)
  *    follow every callback with its result, cpuhp_multi_enter with the
  *    instance for a multi-instance state;
@@ -56,6 +60,7 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
+#include <linux/sched/isolation.h>
 #include <linux/spinlock.h>
 #include <linux/suspend.h>
 #include <trace/events/cpuhp.h>
@@ -463,6 +468,28 @@ static void cpuhp_rollback_frozen_clear_in_hotplug(struct kunit *test)
 }
 
 #ifdef CONFIG_PM_SLEEP_SMP
+/* freeze_secondary_cpus(@primary), as suspend does; its result. */
+static int cpuhp_rollback_freeze(struct kunit *test, int primary)
+{
+	return freeze_secondary_cpus(primary);
+}
+
+static void cpuhp_rollback_thaw(void *unused)
+{
+	thaw_secondary_cpus();
+}
+#else
+static int cpuhp_rollback_freeze(struct kunit *test, int primary)
+{
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	return -EOPNOTSUPP;
+}
+
+static void cpuhp_rollback_thaw(void *unused)
+{
+}
+#endif
+
 /*
  * Per CPU and state: as many successful startups as teardowns, so every state
  * a CPU went through is up again exactly once.
@@ -494,13 +521,13 @@ typedef int (*cpuhp_rollback_sleep_fn)(struct kunit *test);
 /* freeze_secondary_cpus(), then thaw_secondary_cpus(), without suspending. */
 static int cpuhp_rollback_freeze_thaw(struct kunit *test)
 {
-	int ret = freeze_secondary_cpus(0);
+	int ret = cpuhp_rollback_freeze(test, 0);
 
-	thaw_secondary_cpus();
+	cpuhp_rollback_thaw(NULL);
 	return ret;
 }
 
-#if defined(CONFIG_SUSPEND) && defined(CONFIG_PM_SLEEP_DEBUG)
+#if defined(CONFIG_SUSPEND) && defined(CONFIG_PM_SLEEP_DEBUG) && defined(CONFIG_PM_SLEEP_SMP)
 /*
  * The real suspend to RAM without the platform's sleep:
  * suspend_devices_and_enter() at the processors test level suspends the
@@ -531,6 +558,8 @@ static int cpuhp_rollback_real_suspend(struct kunit *test)
 #else
 static int cpuhp_rollback_real_suspend(struct kunit *test)
 {
+	if (!IS_ENABLED(CONFIG_PM_SLEEP_SMP))
+		return cpuhp_rollback_freeze(test, 0);
 	kunit_skip(test, "needs CONFIG_SUSPEND and CONFIG_PM_DEBUG");
 	return -EOPNOTSUPP;
 }
@@ -685,11 +714,6 @@ static void cpuhp_rollback_real_resume_fails(struct kunit *test)
 	cpuhp_rollback_expect_resume_fails(test, cpuhp_rollback_real_suspend);
 }
 
-static void cpuhp_rollback_thaw(void *unused)
-{
-	thaw_secondary_cpus();
-}
-
 /*
  * Between freeze_secondary_cpus() and thaw_secondary_cpus() nothing brings
  * a frozen CPU up: a target write gives -EBUSY, add_cpu() does not succeed
@@ -704,7 +728,7 @@ static void cpuhp_rollback_frozen_refuses(struct kunit *test)
 	unsigned int cpu;
 	int ret;
 
-	ret = freeze_secondary_cpus(0);
+	ret = cpuhp_rollback_freeze(test, 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_thaw, NULL), 0);
 	KUNIT_ASSERT_EQ(test, ret, 0);
 	cpuhp_rec_clear(rb->rec);
@@ -724,52 +748,145 @@ static void cpuhp_rollback_frozen_refuses(struct kunit *test)
 	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
 	cpuhp_rollback_check(test, rb);
 }
-#else
-static void cpuhp_rollback_frozen_refuses(struct kunit *test)
+
+/* Callbacks of the case's states that ran for @cpu, either direction. */
+static unsigned int cpuhp_rollback_calls_for(struct cpuhp_rollback *rb, unsigned int cpu)
 {
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	return cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_STARTUP, cpu, CPUHP_REC_ANY) +
+	       cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN, cpu, CPUHP_REC_ANY);
 }
 
-static void cpuhp_rollback_frozen_set_in_suspend(struct kunit *test)
+/*
+ * The freeze leaves only @keep online; the thaw brings back every CPU
+ * online when the case started except @down, which stays offline at
+ * CPUHP_OFFLINE, its states untouched by either.
+ */
+static void cpuhp_rollback_expect_freeze_keeps(struct kunit *test, struct cpuhp_rollback *rb,
+					       int primary, unsigned int keep, int down)
 {
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	unsigned int cpu;
+	int ret;
+
+	cpuhp_rec_clear(rb->rec);
+	ret = cpuhp_rollback_freeze(test, primary);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_thaw, NULL), 0);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_EXPECT_EQ(test, num_online_cpus(), 1);
+	KUNIT_EXPECT_TRUE_MSG(test, cpu_online(keep), "CPU %u kept online", keep);
+
+	kunit_release_action(test, cpuhp_rollback_thaw, NULL);
+	for_each_cpu(cpu, rb->rec->online) {
+		if ((int)cpu == down)
+			continue;
+		KUNIT_EXPECT_TRUE_MSG(test, cpu_online(cpu), "CPU %u", cpu);
+		cpuhp_rec_expect_state(test, cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	}
+	KUNIT_EXPECT_EQ(test, cpuhp_rollback_calls_for(rb, keep), 0);
+	if (down >= 0) {
+		cpuhp_rollback_expect_offline(test, rb);
+		KUNIT_EXPECT_EQ(test, cpuhp_rollback_calls_for(rb, down), 0);
+	}
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_SUSPEND);
+	cpuhp_rollback_expect_balanced(test, rb);
 }
 
-static void cpuhp_rollback_frozen_clear_after_thaw(struct kunit *test)
+/*
+ * freeze_secondary_cpus(-1), what suspend does where it may run on another
+ * CPU than 0 (CONFIG_PM_SLEEP_SMP_NONZERO_CPU): the first online CPU stays,
+ * if it is a timer housekeeping CPU (there is no nohz_full= here).
+ */
+static void cpuhp_rollback_freeze_any_primary(struct kunit *test)
 {
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int first = cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_FIRST);
+
+	if (!housekeeping_cpu(first, HK_TYPE_TIMER))
+		kunit_skip(test, "CPU %u is not a timer housekeeping CPU", first);
+	cpuhp_rollback_expect_freeze_keeps(test, rb, -1, first, -1);
 }
 
-static void cpuhp_rollback_freeze_fails(struct kunit *test)
+/*
+ * freeze_secondary_cpus() asked to keep a CPU that is offline keeps the
+ * first online CPU instead; the offline one is not frozen, so the thaw
+ * leaves it offline.
+ */
+static void cpuhp_rollback_freeze_offline_primary(struct kunit *test)
 {
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+
+	cpuhp_rollback_offline(test, rb);
+	cpuhp_rollback_expect_freeze_keeps(test, rb, rb->cpu,
+					   cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_FIRST), rb->cpu);
 }
 
-static void cpuhp_rollback_frozen_set_in_real_suspend(struct kunit *test)
+/* The CPU whose teardown reports a wakeup event during the freeze. */
+static unsigned int cpuhp_rollback_wakeup_cpu;
+
+static int cpuhp_rollback_wakeup_teardown(unsigned int cpu)
 {
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	if (cpu == READ_ONCE(cpuhp_rollback_wakeup_cpu))
+		pm_system_wakeup();
+	return 0;
 }
 
-static void cpuhp_rollback_frozen_clear_after_real_resume(struct kunit *test)
+static void cpuhp_rollback_remove_wakeup(void *state)
 {
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	cpuhp_remove_state_nocalls((long)state);
 }
 
-static void cpuhp_rollback_real_suspend_fails(struct kunit *test)
+static void cpuhp_rollback_clear_wakeup(void *unused)
 {
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	pm_wakeup_clear(0);
 }
 
-static void cpuhp_rollback_thaw_fails(struct kunit *test)
+/*
+ * A wakeup event while the freeze takes the CPUs down aborts it
+ * (pm_wakeup_pending(), checked before each CPU): N, the first CPU it takes
+ * down, reports one from a teardown, the freeze returns -EBUSY before the
+ * next CPU, which stays online, and the thaw brings back N alone.
+ */
+static void cpuhp_rollback_freeze_wakeup_aborts(struct kunit *test)
 {
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
-}
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int states = cpuhp_rec_installed(rb->rec), cpu;
+	long state;
+	int ret;
 
-static void cpuhp_rollback_real_resume_fails(struct kunit *test)
-{
-	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()");
+	if (cpumask_weight(rb->rec->online) < 3)
+		kunit_skip(test, "needs three online CPUs");
+	/* The freeze goes from the last CPU down: N first. */
+	KUNIT_ASSERT_EQ(test, rb->cpu, cpumask_last(cpu_online_mask));
+	WRITE_ONCE(cpuhp_rollback_wakeup_cpu, rb->cpu);
+	state = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "test/cpuhp_rollback:wakeup",
+					  NULL, cpuhp_rollback_wakeup_teardown);
+	KUNIT_ASSERT_GT(test, state, 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_remove_wakeup,
+							(void *)state), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_clear_wakeup, NULL),
+			0);
+
+	ret = cpuhp_rollback_freeze(test, 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_thaw, NULL), 0);
+	KUNIT_EXPECT_EQ(test, ret, -EBUSY);
+	cpuhp_rollback_expect_offline(test, rb);
+	for_each_cpu(cpu, rb->rec->online) {
+		if (cpu == rb->cpu)
+			continue;
+		KUNIT_EXPECT_TRUE_MSG(test, cpu_online(cpu), "CPU %u", cpu);
+		cpuhp_rec_expect_state(test, cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	}
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN,
+					      CPUHP_REC_ANY, CPUHP_REC_ANY), states);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN,
+					      rb->cpu, CPUHP_REC_ANY), states);
+
+	kunit_release_action(test, cpuhp_rollback_thaw, NULL);
+	cpuhp_rollback_expect_online(test, rb);
+	KUNIT_EXPECT_EQ(test, cpuhp_rec_count(rb->rec, CPUHP_REC_ANY, CPUHP_REC_STARTUP,
+					      CPUHP_REC_ANY, CPUHP_REC_ANY), states);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_SUSPEND);
+	cpuhp_rollback_expect_balanced(test, rb);
 }
-#endif
 
 /*
  * What the cpuhp tracepoints reported, for N and the case's states: the
@@ -1136,6 +1253,9 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_thaw_fails),
 	KUNIT_CASE(cpuhp_rollback_real_resume_fails),
 	KUNIT_CASE(cpuhp_rollback_frozen_refuses),
+	KUNIT_CASE(cpuhp_rollback_freeze_any_primary),
+	KUNIT_CASE(cpuhp_rollback_freeze_offline_primary),
+	KUNIT_CASE(cpuhp_rollback_freeze_wakeup_aborts),
 	KUNIT_CASE(cpuhp_rollback_trace_up),
 	KUNIT_CASE(cpuhp_rollback_trace_down),
 	KUNIT_CASE(cpuhp_rollback_trace_multi),
