@@ -1,8 +1,9 @@
 # cpuhp-kunit: thin wrapper over tools/; `make help` lists targets and knobs.
 KVER    ?= 6.12
 SMP     ?= 4
-# The guest's CPU topology: flat (one thread per core), smt (two per core) or
-# hotplug (flat, and one CPU more to plug in and out through QEMU's QMP).
+# The guest's CPU topology: flat (one thread per core), smt (two per core),
+# hotplug (flat, and CPUs more to plug in and out through QEMU's QMP), nosmt
+# and nosmt-force (smt booted with nosmt, or nosmt=force cpuhp.parallel=0).
 TOPOLOGY ?= flat
 FILTER  ?=
 CONFIG  ?= default
@@ -66,7 +67,7 @@ help:
 	@echo '  fixes-test   run FIXES=1 with SMP=4 and SMP=2: our kernel fixes do what they claim (part of make test)'
 	@echo '  fixes-series our kernel fixes as postable series (cover letters, To/Cc), each checked: applies to the pristine tree, checkpatch, builds'
 	@echo '  fixes-series-test  the same, signed off as the commit author without AUTHOR/git config (part of make test)'
-	@echo '  coverage     run on the default kernel, flat, SMT and hot-add guests + merged coverage gate + selftest anchor -> out/$(KVER)[-smt|-hotplug]/'
+	@echo '  coverage     run on the default kernel, flat, SMT, hot-add and nosmt guests + merged coverage gate + selftest anchor -> out/$(KVER)[-smt|-hotplug|-nosmt|-nosmt-force]/'
 	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
 	@echo '  reports      provoke real kernel reports with LKDTM, judge them -> out/reports/ (RECORD=1: into tools/tests/data/reports/)'
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
@@ -81,7 +82,8 @@ help:
 	@echo '  KVER=$(KVER)      kernel series: linux-source-$$KVER from Debian'
 	@echo '  SMP=$(SMP)          CPUs of the QEMU guest'
 	@echo '  TOPOLOGY=$(TOPOLOGY)     flat: one thread per core; smt: two per core (the SMT control cases) -> out/...-smt/;'
-	@echo '                   hotplug: one CPU more to hot-add and hot-remove (QMP) -> out/...-hotplug/'
+	@echo '                   hotplug: CPUs more to hot-add and hot-remove (QMP) -> out/...-hotplug/'
+	@echo '                   nosmt, nosmt-force: smt booted with nosmt, nosmt=force (+ cpuhp.parallel=0) -> out/...-nosmt[-force]/'
 	@echo '  FILTER=$(FILTER)  kunit.py filter_glob, e.g. FILTER=timekeeping_crosststamp.*'
 	@echo '  CONFIG=$(CONFIG)  fragment kconfigs/$$CONFIG.config'
 	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
@@ -168,11 +170,13 @@ tree-test:
 
 # Each fix covers known failures that apply with fixes=0 only (the tables
 # say which): under FIXES=1 they must pass, at 4 CPUs, at the 2 that
-# findings/12 needs, with two threads per core (findings/15) and with CPUs
-# to hot-add (findings/16). Every run runs even when an earlier one is red.
+# findings/12 needs, with two threads per core (findings/15, 18), with CPUs
+# to hot-add (findings/16) and booted with nosmt (findings/19: the sysfs
+# test alone). Every run runs even when an earlier one is red.
 fixes-test:
 	@rc=0; $(MAKE) run FIXES=1 SMP=4 || rc=1; $(MAKE) run FIXES=1 SMP=2 || rc=1; \
 	$(MAKE) run FIXES=1 TOPOLOGY=smt || rc=1; $(MAKE) run FIXES=1 TOPOLOGY=hotplug || rc=1; \
+	$(MAKE) run FIXES=1 TOPOLOGY=nosmt FILTER='cpuhp_sysfs.*' || rc=1; \
 	exit $$rc
 
 # Our kernel fixes as the series they would be posted as

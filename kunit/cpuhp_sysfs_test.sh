@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_on_fail_retries hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -348,21 +348,98 @@ smt_control_numeric() {
 	return $ok
 }
 
-# A secondary thread whose teardown fails makes "off" fail with that error
-# and stop: the thread is rolled back online, the control still says what it
-# said ("on"), and writing "on" brings back every thread "off" took down.
-smt_control_fail_keeps_state() {
+# A secondary thread whose teardown fails makes "off" (or "forceoff", $1)
+# fail with that error and stop: the thread is rolled back online, the
+# control still says what it said ("on"; a failed forceoff is not the
+# one-way forceoff), and writing "on" brings back every thread it took down.
+smt_fail_keeps_state() {
 	cpus=$(online_cpus) t=
 	for k in $(secondary_threads); do t=$k; done
 	write "$SYS/cpu$t/hotplug/fail" "$(state_nr sched:active)" &&
-	write "$SMT/control" off "Resource temporarily unavailable" &&
+	write "$SMT/control" "$1" "Resource temporarily unavailable" &&
 	expect "cpu$t online" "$(cat "$SYS/cpu$t/online")" 1 &&
 	expect "cpu$t state" "$(cat "$SYS/cpu$t/hotplug/state")" "$(state_nr online)" &&
 	expect "cpu$t fail" "$(cat "$SYS/cpu$t/hotplug/fail")" -1 || return 1
 	ok=0
-	expect "smt/control after the failed off" "$(cat "$SMT/control")" on || ok=1
+	expect "smt/control after the failed $1" "$(cat "$SMT/control")" on || ok=1
 	write "$SMT/control" on && all_online "$cpus" || ok=1
 	return $ok
+}
+
+smt_control_fail_keeps_state() {
+	smt_fail_keeps_state off
+}
+
+smt_control_forceoff_fail_keeps_state() {
+	smt_fail_keeps_state forceoff
+}
+
+# SMT disabled on the kernel command line (make run TOPOLOGY=nosmt and
+# TOPOLOGY=nosmt-force, 05736e4ac13c): "nosmt", "nosmt=force" or nothing
+# (mitigations=auto,nosmt is another word). The control as the boot left it
+# is what restore() puts back.
+NOSMT=
+# shellcheck disable=SC2013 # the words of the one line are wanted
+for w in $(cat /proc/cmdline); do
+	case $w in nosmt | nosmt=force) NOSMT=$w ;; esac
+done
+BOOT_SMT=$(cat "$SMT/control" 2>/dev/null)
+
+# The CPUs with a cpuN directory that are not in the online mask.
+offline_cpus() {
+	for d in "$SYS"/cpu[0-9]*; do
+		[ "$(in_online_mask "${d##*/cpu}")" = 0 ] && echo "${d##*/cpu}"
+	done
+}
+
+# After a boot with nosmt the control reads off (forceoff with =force),
+# smt/active 0, no two online CPUs are threads of one core, and the CPUs
+# kept offline cannot be brought up one by one (cpu_bootable(): EPERM).
+nosmt_boot_threads_offline() {
+	want=off
+	[ "$NOSMT" = nosmt=force ] && want=forceoff
+	expect "smt/control" "$(cat "$SMT/control")" "$want" &&
+	expect "smt/active" "$(cat "$SMT/active")" 0 || return 1
+	off=$(offline_cpus)
+	[ -n "$off" ] || { echo "    # every CPU is online after a boot with $NOSMT"; return 1; }
+	for k in $(online_cpus); do
+		expect "cpu$k thread siblings" \
+			"$(cat "$SYS/cpu$k/topology/thread_siblings_list")" "$k" || return 1
+	done
+	for k in $off; do
+		expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" &&
+		write "$SYS/cpu$k/online" 1 "Operation not permitted" &&
+		expect "cpu$k in the online mask after a write of 1" "$(in_online_mask "$k")" 0 ||
+			return 1
+	done
+}
+
+# After a boot with nosmt (not forced) "on" brings up every CPU, and the
+# ones nosmt kept offline are exactly the secondary threads; "off" takes
+# the same ones down again.
+nosmt_control_on_off() {
+	off=$(offline_cpus)
+	write "$SMT/control" on &&
+	expect "smt/control" "$(cat "$SMT/control")" on &&
+	expect "smt/active" "$(cat "$SMT/active")" 1 || return 1
+	expect "CPUs offline after on" "$(offline_cpus | tr '\n' ' ')" "" &&
+	all_online "$off" &&
+	expect "the CPUs nosmt kept offline" "$(echo "$off" | tr '\n' ' ')" \
+		"$(secondary_threads | tr '\n' ' ')" || return 1
+	write "$SMT/control" off &&
+	expect "smt/control" "$(cat "$SMT/control")" off &&
+	expect "CPUs offline after off" "$(offline_cpus | tr '\n' ' ')" \
+		"$(echo "$off" | tr '\n' ' ')"
+}
+
+# After a boot with nosmt=force the control refuses every write (EPERM),
+# until reboot, and the threads stay offline.
+nosmt_force_refuses() {
+	off=$(offline_cpus)
+	write "$SMT/control" on "Operation not permitted" &&
+	write "$SMT/control" off "Operation not permitted" &&
+	expect "smt/control" "$(cat "$SMT/control")" forceoff &&
+	expect "CPUs offline" "$(offline_cpus | tr '\n' ' ')" "$(echo "$off" | tr '\n' ' ')"
 }
 
 # A secondary thread whose startup fails makes "on" fail with that error:
@@ -549,8 +626,10 @@ hotremove_takes_cpu_away() {
 # Leave every CPU online and nothing armed, whatever happened: through the
 # target file too, since cpuN/online does not see what the target file did.
 restore() {
-	# First: after a failed "off" 6.12 refuses to online a secondary thread.
-	[ -w "$SMT/control" ] && [ "$(cat "$SMT/control")" != on ] && echo on >"$SMT/control" 2>/dev/null
+	# First (back to what the boot left: on, or off after nosmt): after a
+	# failed "off" 6.12 refuses to online a secondary thread.
+	[ -w "$SMT/control" ] && [ "$(cat "$SMT/control")" != "$BOOT_SMT" ] &&
+		echo "$BOOT_SMT" >"$SMT/control" 2>/dev/null
 	for d in "$SYS"/cpu[0-9]*; do
 		# (No hotplug/ on a CPU plugged in after boot: findings/16.)
 		if [ -d "$d/hotplug" ]; then
@@ -589,9 +668,26 @@ for c in $CASES; do
 		fi
 		;;
 	smt_*)
-		if [ "$(has_smt)" = 0 ]; then
+		if [ -n "$NOSMT" ]; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP needs SMT on at boot (booted with $NOSMT)"
+			continue
+		elif [ "$(has_smt)" = 0 ]; then
 			n=$((n + 1))
 			echo "    ok $n $c # SKIP needs SMT siblings (make run TOPOLOGY=smt)"
+			continue
+		fi
+		;;
+	nosmt_*)
+		why=
+		case $NOSMT/$c in
+		/*) why="needs a boot with nosmt (make run TOPOLOGY=nosmt)" ;;
+		nosmt=force/nosmt_control_on_off) why="needs nosmt without =force (make run TOPOLOGY=nosmt)" ;;
+		nosmt/nosmt_force_*) why="needs nosmt=force (make run TOPOLOGY=nosmt-force)" ;;
+		esac
+		if [ -n "$why" ]; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP $why"
 			continue
 		fi
 		;;

@@ -131,13 +131,28 @@ def out_dir(kver: str, config: str, fixes: bool = False,
 # (CONFIG_HYPERVISOR_GUEST; 6.1 counts them anyway).
 # The user-space cases plug in one CPU each (QEMU 7.2's TCG aborts at a
 # plug after an unplug, so none is pulled out and plugged in again).
+# nosmt and nosmt-force: the smt guest booted with SMT disabled on the
+# command line (the secondary threads are started once, x86 needs CR4.MCE
+# set on each, and stay offline; force: until reboot); nosmt-force also
+# brings the CPUs up one by one (cpuhp.parallel=0), as the architectures
+# without parallel bring-up do, and asks for the mitigations' nosmt
+# (mitigations=auto,nosmt: nothing more once SMT is forced off).
 HOTPLUG_SLOTS = 3
-TOPOLOGIES = ('flat', 'smt', 'hotplug')
+TOPOLOGIES = ('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force')
+TOPOLOGY_KERNEL_ARGS: Dict[str, Tuple[str, ...]] = {
+    'nosmt': ('nosmt',),
+    'nosmt-force': ('nosmt=force', 'mitigations=auto,nosmt', 'cpuhp.parallel=0'),
+}
+
+
+def two_threads(topology: str) -> bool:
+    """Does @topology put two threads in each core?"""
+    return topology in ('smt', 'nosmt', 'nosmt-force')
 
 
 def smp_arg(smp: int, topology: str) -> str:
     """QEMU's -smp (and -cpu) for @smp CPUs in @topology."""
-    if topology == 'smt':
+    if two_threads(topology):
         return f'{smp},sockets=1,cores={smp // 2},threads=2 -cpu Nehalem'
     if topology == 'hotplug':
         return (f'{smp},maxcpus={smp + HOTPLUG_SLOTS} -cpu qemu64,-hypervisor '
@@ -232,6 +247,8 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
     cmd += [f'--make_options={o}' for o in MAKE_OPTIONS]
     cmd.append(f'--qemu_config={qemu_config}')
     cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
+    cmd += [f'--kernel_args={a}'
+            for a in TOPOLOGY_KERNEL_ARGS.get(getattr(args, 'topology', 'flat'), ())]
     if control is not None:
         cmd.append(f'--kernel_args={hostctl.KERNEL_ARG}')
     if args.strict:
@@ -623,7 +640,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--smp', type=int, default=DEFAULT_SMP)
     ap.add_argument('--topology', choices=TOPOLOGIES, default='flat',
-                    help='smt: two threads per core (needs an even --smp)')
+                    help='smt, nosmt, nosmt-force: two threads per core (needs an even --smp)')
     ap.add_argument('--filter', default='')
     ap.add_argument('--config', default='default')
     ap.add_argument('--timeout', type=int, default=600, help='seconds for the kernel run')
@@ -721,8 +738,9 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     if args.smp < 1:
         parser().error('--smp must be at least 1')
-    if args.topology == 'smt' and args.smp % 2:
-        parser().error(f'TOPOLOGY=smt puts two threads in each core: SMP={args.smp} is odd')
+    if two_threads(args.topology) and args.smp % 2:
+        parser().error(f'TOPOLOGY={args.topology} puts two threads in each core: '
+                       f'SMP={args.smp} is odd')
     if args.judge is not None:
         return judge_file(args)
     try:

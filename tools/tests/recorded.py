@@ -62,8 +62,15 @@ ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
                     'suspend_cpus_come_back',
                     'suspend_fail_aborts', 'suspend_offline_cpu_stays',
                     'hotadd_first_bringup', 'hotadd_fail_rolls_back',
-                    'hotremove_takes_cpu_away'],
+                    'hotremove_takes_cpu_away',
+                    # 2026-12-06: forceoff, the nosmt boots
+                    'smt_control_forceoff_fail_keeps_state', 'nosmt_boot_threads_offline',
+                    'nosmt_control_on_off', 'nosmt_force_refuses'],
 }
+# 2026-12-06 (issue 24): the freeze's primary and its wakeup abort.
+ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += [
+    'cpuhp_rollback_freeze_any_primary', 'cpuhp_rollback_freeze_offline_primary',
+    'cpuhp_rollback_freeze_wakeup_aborts']
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
     s: ADDED_HISTORY_PATH.get(s, []) + ADDED_HOTPLUG_DISABLED.get(s, [])
     for s in {**ADDED_HISTORY_PATH, **ADDED_HOTPLUG_DISABLED}}

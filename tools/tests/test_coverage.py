@@ -240,6 +240,9 @@ class InfoTest(unittest.TestCase):
                     rc = coverage.coverage(args)
             self.assertEqual([c.args[0][c.args[0].index('--topology') + 1]
                               for c in m.call_args_list], list(run.TOPOLOGIES))
+            self.assertEqual([c.args[0][c.args[0].index('--filter') + 1]
+                              for c in m.call_args_list],
+                             ['', '', '', 'cpuhp_sysfs.*', 'cpuhp_sysfs.*'])
             self.assertEqual(rc, 1)
             problems = add.call_args.args[1]
             self.assertEqual([str(p) for p in problems],

@@ -344,6 +344,17 @@ class CommandTest(unittest.TestCase):
         self.assertIn('--kernel_args=cpuhp_kunit.sweep_wedging=1',
                       self.command('--strict', '1'))
 
+    def test_nosmt_topologies_boot_with_their_arguments(self) -> None:
+        self.assertFalse([a for a in self.command('--topology', 'smt') if 'nosmt' in a])
+        cmd = self.command('--topology', 'nosmt')
+        self.assertIn('--kernel_args=nosmt', cmd)
+        self.assertNotIn('--kernel_args=cpuhp.parallel=0', cmd)
+        self.assertIn('--qemu_args=-smp 4,sockets=1,cores=2,threads=2 -cpu Nehalem', cmd)
+        cmd = self.command('--topology', 'nosmt-force')
+        self.assertIn('--kernel_args=nosmt=force', cmd)
+        self.assertIn('--kernel_args=cpuhp.parallel=0', cmd)
+        self.assertIn('--kernel_args=mitigations=auto,nosmt', cmd)
+
     def test_stress_seed_and_length_reach_the_kernel(self) -> None:
         cmd = self.command()
         self.assertFalse([a for a in cmd if 'stress' in a])
@@ -391,6 +402,10 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(run.smp_arg(3, 'flat'), '3')
         with mock.patch('sys.stderr'), self.assertRaises(SystemExit):
             run.main(['--topology', 'smt', '--smp', '3'])
+        self.assertEqual(run.out_dir('6.12', 'default', topology='nosmt-force').name,
+                         '6.12-nosmt-force')
+        with mock.patch('sys.stderr'), self.assertRaises(SystemExit):
+            run.main(['--topology', 'nosmt', '--smp', '3'])
 
 
 class EarlyFailureTest(unittest.TestCase):
