@@ -342,6 +342,11 @@ def build_problem(kunit_log: str, rc: Optional[int]) -> Tuple[str, str, str, str
         '\n'.join(kunit_log.splitlines()[-30:])
 
 
+def only_userspace(exp: verdict.Expectations) -> bool:
+    """Does @exp expect cases of the user-space suite and of no KUnit suite?"""
+    return exp.cases is not None and set(exp.cases) == {gcov.SYSFS_SUITE}
+
+
 def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional[int] = 0,
           killed_after: Optional[float] = None, timeout: int = 0,
           kunit_log: Optional[str] = None,
@@ -396,6 +401,9 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
         elif v.passed == 0 and v.skipped:
             tree.log('every case was skipped: kunit.py exits 1 for that; the verdict follows '
                      'kunit/expected-skips')
+        elif only_userspace(exp) and kunit_log is not None and 'Ran 0 tests' in kunit_log:
+            tree.log('FILTER selects the user-space suite alone: kunit.py exits 1 for its '
+                     '"0 tests run"; the verdict follows the user-space suite')
         else:
             v.add('kunit.py', '', f'kunit.py exited {rc} although every case passed: '
                   'see kunit.log')

@@ -146,6 +146,21 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual([p.category for p in self.judge(None, 1).problems],
                          ['unexpected-skip'])
 
+    def test_userspace_alone_is_decided_by_its_suite(self) -> None:
+        (self.out / 'console.log').write_text(
+            'KTAP version 1\n1..0\n    KTAP version 1\n    # Subtest: cpuhp_sysfs\n'
+            '    1..1\n    ok 1 states_lists_the_table\nok 99 cpuhp_sysfs\n')
+        self.exp = run.expectations('cpuhp_sysfs.states_lists_the_table',
+                                    {'kver': '6.12', 'config': 'default', 'smp': '4'},
+                                    userspace=True)
+        self.assertEqual(self.judge(None, 1, '[ERROR] Test: main: 0 tests run!\n'
+                                    'Testing complete. Ran 0 tests: errors: 1\n').problems, [])
+        self.assertEqual([p.category for p in self.judge(None, 1, 'other\n').problems],
+                         ['kunit.py'])
+        self.exp = run.expectations('cpuhp_*', {'kver': '6.12', 'config': 'default',
+                                                'smp': '4'}, userspace=True)
+        self.assertFalse(run.only_userspace(self.exp))
+
     def test_added_problem_reaches_junit(self) -> None:
         self.judge('pass_default_console.log', 0)
         run.add_problems(self.out, [verdict.Problem('coverage', '', 'coverage gate: low')])
