@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_forceoff nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -372,6 +372,26 @@ smt_control_fail_keeps_state() {
 
 smt_control_forceoff_fail_keeps_state() {
 	smt_fail_keeps_state forceoff
+}
+
+# "forceoff" takes the secondary threads down as "off" does, and for good:
+# the control reads forceoff and refuses every write (EPERM), and a thread
+# cannot be brought up through its online file. One-way until reboot, so
+# this is the last SMT control case of CASES: the CPUs it takes down stay
+# down for the rest of the boot (restore() cannot bring them back).
+smt_control_forceoff() {
+	sec=$(secondary_threads)
+	write "$SMT/control" forceoff &&
+	expect "smt/control" "$(cat "$SMT/control")" forceoff &&
+	expect "smt/active" "$(cat "$SMT/active")" 0 || return 1
+	for t in $sec; do
+		expect "cpu$t in the online mask" "$(in_online_mask "$t")" 0 &&
+		expect "cpu$t state" "$(cat "$SYS/cpu$t/hotplug/state")" "$(state_nr offline)" &&
+		write "$SYS/cpu$t/online" 1 "Operation not permitted" || return 1
+	done
+	write "$SMT/control" on "Operation not permitted" &&
+	write "$SMT/control" off "Operation not permitted" &&
+	expect "smt/control after on and off" "$(cat "$SMT/control")" forceoff
 }
 
 # SMT disabled on the kernel command line (make run TOPOLOGY=nosmt and

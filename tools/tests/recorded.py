@@ -64,7 +64,8 @@ ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
                     'hotadd_first_bringup', 'hotadd_fail_rolls_back',
                     'hotremove_takes_cpu_away',
                     # 2026-12-06: forceoff, the nosmt boots
-                    'smt_control_forceoff_fail_keeps_state', 'nosmt_boot_threads_offline',
+                    'smt_control_forceoff_fail_keeps_state', 'smt_control_forceoff',
+                    'nosmt_boot_threads_offline',
                     'nosmt_control_on_off', 'nosmt_force_refuses'],
 }
 # 2026-12-06 (issue 24): the freeze's primary and its wakeup abort.
