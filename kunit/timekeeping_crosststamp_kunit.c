@@ -32,7 +32,11 @@
  *    interpolated like any other;
  *  - a clock set inside the history does not refuse it (a clocksource
  *    change does); realtime is then not interpolated across the step but
- *    follows the timeline of the end it is interpolated from;
+ *    follows the timeline of the end it is interpolated from: the raw
+ *    correction scaled by mult(real) / mult(raw), checked to the
+ *    nanosecond with an NTP frequency offset that sets the two apart;
+ *    without a clock set realtime is interpolated from the realtime that
+ *    passed, not scaled by the mult of the moment;
  *  - a timekeeping update while get_time_fn() runs makes the kernel call it
  *    again (the seqcount retry), and the result is the last call's.
  *
@@ -1212,6 +1216,172 @@ static void crosststamp_history_clock_set(struct kunit *test)
 				    back);
 }
 
+/* The NTP frequency offset the frequency cases apply: 400 ppm, below MAXFREQ. */
+#define CROSSTSTAMP_FREQ_PPM		400
+/* Ticks the new tick length takes to reach the realtime mult: one update, and margin. */
+#define CROSSTSTAMP_FREQ_TICKS		3
+
+#if IS_BUILTIN(CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST)
+/* NTP's frequency offset, in ppm scaled by 2^16 as adjtimex's freq. */
+static int crosststamp_adjtimex_freq(long *freq, bool set)
+{
+	struct __kernel_timex txc = { .modes = set ? ADJ_FREQUENCY : 0, .freq = *freq };
+	int ret = do_adjtimex(&txc);
+
+	*freq = txc.freq;
+	return ret < 0 ? ret : 0;
+}
+#else
+static int crosststamp_adjtimex_freq(long *freq, bool set)
+{
+	return -EOPNOTSUPP;
+}
+#endif
+
+static void crosststamp_restore_freq(void *freq)
+{
+	crosststamp_adjtimex_freq(freq, true);
+}
+
+/*
+ * Set NTP's frequency offset to @ppm until the case ends (the offset before
+ * comes back then), and wait for the realtime mult to follow: from the next
+ * update, tkr_mono.mult is the raw mult (1 << shift, the test clocksources
+ * count ns) times 1 + @ppm / 10^6, to within a unit either way (the
+ * division of the NTP tick length, the error feedback's +1).
+ */
+static void crosststamp_set_freq(struct kunit *test, long ppm)
+{
+	long *saved = kunit_kzalloc(test, sizeof(*saved), GFP_KERNEL);
+	long freq = ppm << 16;
+
+	KUNIT_ASSERT_NOT_NULL(test, saved);
+	if (crosststamp_adjtimex_freq(saved, false) == -EOPNOTSUPP)
+		kunit_skip(test, "needs the test built in: do_adjtimex() is not exported");
+	KUNIT_ASSERT_EQ(test, crosststamp_adjtimex_freq(&freq, true), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_restore_freq, saved), 0);
+	crosststamp_sleep_ticks(CROSSTSTAMP_FREQ_TICKS);
+}
+
+/* @ns scaled by 1 + CROSSTSTAMP_FREQ_PPM / 10^6. */
+static u64 crosststamp_freq_scaled(u64 ns)
+{
+	return ns + div_u64(ns * CROSSTSTAMP_FREQ_PPM, 1000000);
+}
+
+/* Bound on crosststamp_freq_scaled()'s error for @ns: two mult units and truncation. */
+static s64 crosststamp_freq_tolerance(u64 ns)
+{
+	return (s64)(ns >> (CROSSTSTAMP_NS_SHIFT - 1)) + 3;
+}
+
+/*
+ * The discontinuity branch to the nanosecond: with realtime running 400
+ * ppm off the raw clock (an NTP frequency offset for the case, so the
+ * realtime mult is the raw one times 1.0004) and the clock set inside the
+ * history, the realtime correction is the raw one scaled by
+ * mult(real) / mult(raw): forward from the history d raw ns are
+ * d * 1.0004 realtime ns, back from the interval likewise. The counter
+ * value lies 5 ticks from the closer end: an unscaled correction (or one
+ * scaled the other way) is off by 400 ppm of that, some microseconds,
+ * where the bound is a few nanoseconds.
+ */
+static void crosststamp_history_clock_set_scaled(struct kunit *test)
+{
+	const enum crosststamp_closer_end *near = test->param_value;
+	const unsigned long closer = 5, farther = 3 * closer;
+	struct system_time_snapshot history, then;
+	struct crosststamp_dev dev = { .snapshot = true };
+	struct system_device_crosststamp xt;
+	u64 d, back;
+	ktime_t want;
+	s64 *shift;
+
+	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
+	crosststamp_set_freq(test, CROSSTSTAMP_FREQ_PPM);
+	shift = kunit_kzalloc(test, sizeof(*shift), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, shift);
+	*shift = NSEC_PER_SEC / 3;
+
+	ktime_get_snapshot(&history);
+	crosststamp_sleep_ticks(*near == CROSSTSTAMP_NEAR_HISTORY ? closer : farther);
+	ktime_get_snapshot(&then);
+	crosststamp_sleep_ticks(*near == CROSSTSTAMP_NEAR_HISTORY ? farther : closer);
+	crosststamp_shift_realtime(*shift);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_unshift_realtime, shift),
+			0);
+	dev.counter.cycles = then.cycles;
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
+
+	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
+	d = then.cycles - history.cycles;
+	back = dev.now.cycles - then.cycles;
+	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
+			    "%llu counts after the history", d);
+	if (d < back) {
+		want = ktime_add_ns(history.real, crosststamp_freq_scaled(d));
+		KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime, want),
+				    crosststamp_freq_tolerance(d),
+				    "%llu raw ns after the history, scaled by 1.0004", d);
+	} else {
+		want = ktime_sub_ns(dev.now.real, crosststamp_freq_scaled(back));
+		KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime, want),
+				    crosststamp_freq_tolerance(back),
+				    "%llu raw ns before the snapshot in the call, scaled by 1.0004",
+				    back);
+	}
+}
+
+/*
+ * Without a clock set the realtime correction is interpolated from the
+ * realtime that passed, not scaled by the realtime mult of the moment: the
+ * history, the counter value 8 ticks later and 10 more ticks at the raw
+ * rate (no frequency offset), then 400 ppm for the last few ticks before
+ * the call. Interpolated forward from the history over the span to the
+ * interval start S, realtime is the history's plus d times the span's
+ * average rate: its offset from the raw d is d * 400 ppm * (S - set) /
+ * (S - history), at most d * 400 ppm * (now - set) / (set - history),
+ * about a sixth of d * 400 ppm; the mult of the moment (the discontinuity
+ * branch) would give all of it.
+ */
+static void crosststamp_history_rate_interpolated(struct kunit *test)
+{
+	const unsigned long apart = 8, raw_after = 10;
+	struct system_time_snapshot history, then, set;
+	struct crosststamp_dev dev = { .snapshot = true };
+	struct system_device_crosststamp xt;
+	s64 offset, most;
+	u64 d;
+
+	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
+	crosststamp_set_freq(test, 0);
+
+	ktime_get_snapshot(&history);
+	crosststamp_sleep_ticks(apart);
+	ktime_get_snapshot(&then);
+	crosststamp_sleep_ticks(raw_after);
+	ktime_get_snapshot(&set);
+	crosststamp_set_freq(test, CROSSTSTAMP_FREQ_PPM);
+	dev.counter.cycles = then.cycles;
+	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
+
+	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
+	d = then.cycles - history.cycles;
+	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
+			    "%llu counts after the history", d);
+	offset = ktime_to_ns(ktime_sub(xt.sys_realtime, history.real)) - (s64)d;
+	most = div64_u64(mul_u64_u32_div(d, CROSSTSTAMP_FREQ_PPM, 1000000) *
+			 (dev.now.cycles - set.cycles), set.cycles - history.cycles) +
+	       (s64)(d >> (CROSSTSTAMP_NS_SHIFT - 1)) + 3;
+	KUNIT_ASSERT_LT_MSG(test, most, (s64)div_u64(d * CROSSTSTAMP_FREQ_PPM, 2000000),
+			    "the offset ran for too much of the span to tell the branches apart");
+	KUNIT_EXPECT_GE_MSG(test, offset, -(s64)(d >> (CROSSTSTAMP_NS_SHIFT - 1)) - 3,
+			    "realtime %lld ns off the raw %llu ns", offset, d);
+	KUNIT_EXPECT_LE_MSG(test, offset, most,
+			    "realtime %lld ns off the raw %llu ns: scaled by the mult of the call?",
+			    offset, d);
+}
+
 /*
  * A long history: more than 2^32 counts between the history and the
  * interval (2^33 of a clocksource counting 16 per ns: half a second). The
@@ -1276,6 +1446,8 @@ static struct kunit_case timekeeping_crosststamp_cases[] = {
 	KUNIT_CASE(crosststamp_history_across_wrap),
 	KUNIT_CASE(crosststamp_history_after_wrap),
 	KUNIT_CASE_PARAM(crosststamp_history_clock_set, crosststamp_closer_end_gen_params),
+	KUNIT_CASE_PARAM(crosststamp_history_clock_set_scaled, crosststamp_closer_end_gen_params),
+	KUNIT_CASE(crosststamp_history_rate_interpolated),
 	KUNIT_CASE_SLOW(crosststamp_history_long),
 	KUNIT_CASE(crosststamp_seqcount_retry),
 	{}

@@ -68,6 +68,9 @@ ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
                     'nosmt_boot_threads_offline',
                     'nosmt_control_on_off', 'nosmt_force_refuses'],
 }
+# 2026-12-06 (issue 25): the discontinuity's mult ratio, the realtime rate.
+ADDED_HOTPLUG_DISABLED['timekeeping_crosststamp'] = [
+    'crosststamp_history_clock_set_scaled', 'crosststamp_history_rate_interpolated']
 # 2026-12-06 (issue 24): the freeze's primary and its wakeup abort.
 ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += [
     'cpuhp_rollback_freeze_any_primary', 'cpuhp_rollback_freeze_offline_primary',
