@@ -24,7 +24,8 @@
  *    with -EINVAL when there is no history, the history starts after the
  *    counter value, or the history was taken before a clocksource change;
  *  - interpolating across a history too long for 64-bit arithmetic is
- *    refused with -EOVERFLOW; a history of more than 2^32 counts whose
+ *    refused with -EOVERFLOW, from one bit past the boundary on (a bit
+ *    less is interpolated); a history of more than 2^32 counts whose
  *    products fit is interpolated;
  *  - both ends of the current interval and the history's start are in
  *    them ("chronologically in [start, end]"), on a 64-bit counter and
@@ -892,6 +893,40 @@ static void crosststamp_history_overflow(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), -EOVERFLOW);
 }
 
+/*
+ * The -EOVERFLOW boundary itself. scale64_check_overflow() refuses when
+ * the partial span's bit length plus that of the raw ns to scale (less
+ * than the total count, so all remainder) exceeds 64. At 4 counts per ns
+ * and a history between 2^32 and 2^33 ns long (33 bits of raw ns; the
+ * wait makes it more than 2^32 + 2^29 ns, the calls follow at once), a
+ * counter value 2^31 - 1 counts after the history (31 bits) is
+ * interpolated and 2^31 counts after it (32 bits) is refused.
+ */
+static void crosststamp_history_overflow_boundary(struct kunit *test)
+{
+	const u64 span = BIT_ULL(34) + BIT_ULL(31);
+	struct system_time_snapshot history;
+	struct crosststamp_dev dev = { .snapshot = true };
+	struct system_device_crosststamp xt;
+	u64 raw_ns;
+
+	crosststamp_long_history(test, 4, &history, &dev, BIT_ULL(31) - 1, span);
+
+	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
+	raw_ns = ktime_to_ns(ktime_sub(dev.now.raw, history.raw));
+	KUNIT_ASSERT_TRUE_MSG(test, fls64(raw_ns) == 33,
+			      "the history is %llu ns long, not 33 bits", raw_ns);
+	KUNIT_EXPECT_LE(test, crosststamp_ns_apart(xt.sys_monoraw,
+						   ktime_add_ns(history.raw,
+								(BIT_ULL(31) - 1) / 4)), 2);
+
+	dev.counter.cycles = history.cycles + BIT_ULL(31);
+	KUNIT_EXPECT_EQ(test, crosststamp_get(&dev, &history, &xt), -EOVERFLOW);
+	raw_ns = ktime_to_ns(ktime_sub(dev.now.raw, history.raw));
+	KUNIT_EXPECT_TRUE_MSG(test, fls64(raw_ns) == 33,
+			      "the history is %llu ns long, not 33 bits", raw_ns);
+}
+
 /* A history that starts after the counter value is refused with -EINVAL. */
 static void crosststamp_history_after_counter(struct kunit *test)
 {
@@ -1439,6 +1474,7 @@ static struct kunit_case timekeeping_crosststamp_cases[] = {
 	KUNIT_CASE(crosststamp_history_interpolation_backward),
 	KUNIT_CASE(crosststamp_history_after_counter),
 	KUNIT_CASE_SLOW(crosststamp_history_overflow),
+	KUNIT_CASE_SLOW(crosststamp_history_overflow_boundary),
 	KUNIT_CASE(crosststamp_history_clocksource_changed),
 	KUNIT_CASE(crosststamp_interval_inclusive),
 	KUNIT_CASE(crosststamp_interval_across_wrap),

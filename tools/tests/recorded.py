@@ -70,7 +70,8 @@ ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
 }
 # 2026-12-06 (issue 25): the discontinuity's mult ratio, the realtime rate.
 ADDED_HOTPLUG_DISABLED['timekeeping_crosststamp'] = [
-    'crosststamp_history_clock_set_scaled', 'crosststamp_history_rate_interpolated']
+    'crosststamp_history_clock_set_scaled', 'crosststamp_history_rate_interpolated',
+    'crosststamp_history_overflow_boundary']
 # 2026-12-06 (issue 24): the freeze's primary and its wakeup abort.
 ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += [
     'cpuhp_rollback_freeze_any_primary', 'cpuhp_rollback_freeze_offline_primary',
