@@ -1202,6 +1202,37 @@ KUNIT_ARRAY_PARAM(crosststamp_closer_end, crosststamp_closer_ends, crosststamp_c
  * across the step, realtime would be off by a share of the third of a
  * second: far outside the MAXFREQ bound.
  */
+/*
+ * Set the clock a third of a second ahead (back when the case ends), which
+ * starts a new interval, so @then's counter value lies before it; get
+ * @dev's crosststamp of it against @history. Monotonic raw is checked (@d
+ * counts after the history, exact); returns @d and, in @back, the counts
+ * from @then to the snapshot taken in the call.
+ */
+static u64 crosststamp_step_and_get(struct kunit *test, struct crosststamp_dev *dev,
+				    struct system_time_snapshot *history,
+				    const struct system_time_snapshot *then,
+				    struct system_device_crosststamp *xt, u64 *back)
+{
+	s64 *shift = kunit_kzalloc(test, sizeof(*shift), GFP_KERNEL);
+	u64 d;
+
+	KUNIT_ASSERT_NOT_NULL(test, shift);
+	*shift = NSEC_PER_SEC / 3;
+	crosststamp_shift_realtime(*shift);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_unshift_realtime, shift),
+			0);
+	dev->counter.cycles = then->cycles;
+	crosststamp_tag(&dev->counter, crosststamp_id_of(then));
+
+	KUNIT_ASSERT_EQ(test, crosststamp_get(dev, history, xt), 0);
+	d = then->cycles - history->cycles;
+	*back = dev->now.cycles - then->cycles;
+	KUNIT_EXPECT_EQ_MSG(test, xt->sys_monoraw, ktime_add_ns(history->raw, d),
+			    "%llu counts after the history", d);
+	return d;
+}
+
 static void crosststamp_history_clock_set(struct kunit *test)
 {
 	const enum crosststamp_closer_end *near = test->param_value;
@@ -1209,12 +1240,8 @@ static void crosststamp_history_clock_set(struct kunit *test)
 	struct crosststamp_dev dev = { .snapshot = true };
 	struct system_device_crosststamp xt;
 	u64 d, back;
-	s64 *shift;
 
 	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
-	shift = kunit_kzalloc(test, sizeof(*shift), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, shift);
-	*shift = NSEC_PER_SEC / 3;
 	/*
 	 * Which end is closer is made plain: ticks between the history and
 	 * the counter value (then) when interpolating back from the interval,
@@ -1226,18 +1253,8 @@ static void crosststamp_history_clock_set(struct kunit *test)
 	ktime_get_snapshot(&then);
 	if (*near == CROSSTSTAMP_NEAR_HISTORY)
 		crosststamp_sleep_ticks(CROSSTSTAMP_BACKWARD_TICKS);
-	/* The step starts a new interval: the counter value lies before it. */
-	crosststamp_shift_realtime(*shift);
-	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_unshift_realtime, shift),
-			0);
-	dev.counter.cycles = then.cycles;
-	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
 
-	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
-	d = then.cycles - history.cycles;
-	back = dev.now.cycles - then.cycles;
-	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
-			    "%llu counts after the history", d);
+	d = crosststamp_step_and_get(test, &dev, &history, &then, &xt, &back);
 	if (d < back)	/* the kernel's choice, as the case meant it or not */
 		KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime,
 							       ktime_add_ns(history.real, d)),
@@ -1330,29 +1347,16 @@ static void crosststamp_history_clock_set_scaled(struct kunit *test)
 	struct system_device_crosststamp xt;
 	u64 d, back;
 	ktime_t want;
-	s64 *shift;
 
 	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
 	crosststamp_set_freq(test, CROSSTSTAMP_FREQ_PPM);
-	shift = kunit_kzalloc(test, sizeof(*shift), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, shift);
-	*shift = NSEC_PER_SEC / 3;
 
 	ktime_get_snapshot(&history);
 	crosststamp_sleep_ticks(*near == CROSSTSTAMP_NEAR_HISTORY ? closer : farther);
 	ktime_get_snapshot(&then);
 	crosststamp_sleep_ticks(*near == CROSSTSTAMP_NEAR_HISTORY ? farther : closer);
-	crosststamp_shift_realtime(*shift);
-	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_unshift_realtime, shift),
-			0);
-	dev.counter.cycles = then.cycles;
-	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
 
-	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
-	d = then.cycles - history.cycles;
-	back = dev.now.cycles - then.cycles;
-	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
-			    "%llu counts after the history", d);
+	d = crosststamp_step_and_get(test, &dev, &history, &then, &xt, &back);
 	if (d < back) {
 		want = ktime_add_ns(history.real, crosststamp_freq_scaled(d));
 		KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime, want),
