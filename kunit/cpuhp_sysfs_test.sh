@@ -405,10 +405,11 @@ for w in $(cat /proc/cmdline); do
 done
 BOOT_SMT=$(cat "$SMT/control" 2>/dev/null)
 
-# The CPUs with a cpuN directory that are not in the online mask.
+# The CPUs with a cpuN directory that are not in the online mask, on one
+# line ("1 3 "), so that two such lists compare as strings.
 offline_cpus() {
 	for d in "$SYS"/cpu[0-9]*; do
-		[ "$(in_online_mask "${d##*/cpu}")" = 0 ] && echo "${d##*/cpu}"
+		[ "$(in_online_mask "${d##*/cpu}")" = 0 ] && printf '%s ' "${d##*/cpu}"
 	done
 }
 
@@ -442,14 +443,13 @@ nosmt_control_on_off() {
 	write "$SMT/control" on &&
 	expect "smt/control" "$(cat "$SMT/control")" on &&
 	expect "smt/active" "$(cat "$SMT/active")" 1 || return 1
-	expect "CPUs offline after on" "$(offline_cpus | tr '\n' ' ')" "" &&
+	expect "CPUs offline after on" "$(offline_cpus)" "" &&
 	all_online "$off" &&
-	expect "the CPUs nosmt kept offline" "$(echo "$off" | tr '\n' ' ')" \
-		"$(secondary_threads | tr '\n' ' ')" || return 1
+	expect "the CPUs nosmt kept offline" "$off" "$(secondary_threads | tr '\n' ' ')" ||
+		return 1
 	write "$SMT/control" off &&
 	expect "smt/control" "$(cat "$SMT/control")" off &&
-	expect "CPUs offline after off" "$(offline_cpus | tr '\n' ' ')" \
-		"$(echo "$off" | tr '\n' ' ')"
+	expect "CPUs offline after off" "$(offline_cpus)" "$off"
 }
 
 # After a boot with nosmt=force the control refuses every write (EPERM),
@@ -459,7 +459,7 @@ nosmt_force_refuses() {
 	write "$SMT/control" on "Operation not permitted" &&
 	write "$SMT/control" off "Operation not permitted" &&
 	expect "smt/control" "$(cat "$SMT/control")" forceoff &&
-	expect "CPUs offline" "$(offline_cpus | tr '\n' ' ')" "$(echo "$off" | tr '\n' ' ')"
+	expect "CPUs offline" "$(offline_cpus)" "$off"
 }
 
 # A secondary thread whose startup fails makes "on" fail with that error:

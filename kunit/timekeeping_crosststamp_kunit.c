@@ -1203,11 +1203,31 @@ KUNIT_ARRAY_PARAM(crosststamp_closer_end, crosststamp_closer_ends, crosststamp_c
  * second: far outside the MAXFREQ bound.
  */
 /*
+ * Get @dev's crosststamp of @then's counter value against @history and
+ * check monotonic raw (@d counts after the history, exact); returns @d and,
+ * in @back, the counts from @then to the snapshot taken in the call.
+ */
+static u64 crosststamp_get_then(struct kunit *test, struct crosststamp_dev *dev,
+				struct system_time_snapshot *history,
+				const struct system_time_snapshot *then,
+				struct system_device_crosststamp *xt, u64 *back)
+{
+	u64 d;
+
+	dev->counter.cycles = then->cycles;
+	crosststamp_tag(&dev->counter, crosststamp_id_of(then));
+	KUNIT_ASSERT_EQ(test, crosststamp_get(dev, history, xt), 0);
+	d = then->cycles - history->cycles;
+	*back = dev->now.cycles - then->cycles;
+	KUNIT_EXPECT_EQ_MSG(test, xt->sys_monoraw, ktime_add_ns(history->raw, d),
+			    "%llu counts after the history", d);
+	return d;
+}
+
+/*
  * Set the clock a third of a second ahead (back when the case ends), which
- * starts a new interval, so @then's counter value lies before it; get
- * @dev's crosststamp of it against @history. Monotonic raw is checked (@d
- * counts after the history, exact); returns @d and, in @back, the counts
- * from @then to the snapshot taken in the call.
+ * starts a new interval, so @then's counter value lies before it; then
+ * crosststamp_get_then().
  */
 static u64 crosststamp_step_and_get(struct kunit *test, struct crosststamp_dev *dev,
 				    struct system_time_snapshot *history,
@@ -1215,22 +1235,13 @@ static u64 crosststamp_step_and_get(struct kunit *test, struct crosststamp_dev *
 				    struct system_device_crosststamp *xt, u64 *back)
 {
 	s64 *shift = kunit_kzalloc(test, sizeof(*shift), GFP_KERNEL);
-	u64 d;
 
 	KUNIT_ASSERT_NOT_NULL(test, shift);
 	*shift = NSEC_PER_SEC / 3;
 	crosststamp_shift_realtime(*shift);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, crosststamp_unshift_realtime, shift),
 			0);
-	dev->counter.cycles = then->cycles;
-	crosststamp_tag(&dev->counter, crosststamp_id_of(then));
-
-	KUNIT_ASSERT_EQ(test, crosststamp_get(dev, history, xt), 0);
-	d = then->cycles - history->cycles;
-	*back = dev->now.cycles - then->cycles;
-	KUNIT_EXPECT_EQ_MSG(test, xt->sys_monoraw, ktime_add_ns(history->raw, d),
-			    "%llu counts after the history", d);
-	return d;
+	return crosststamp_get_then(test, dev, history, then, xt, back);
 }
 
 static void crosststamp_history_clock_set(struct kunit *test)
@@ -1315,13 +1326,13 @@ static void crosststamp_set_freq(struct kunit *test, long ppm)
 	crosststamp_sleep_ticks(CROSSTSTAMP_FREQ_TICKS);
 }
 
-/* @ns scaled by 1 + CROSSTSTAMP_FREQ_PPM / 10^6. */
-static u64 crosststamp_freq_scaled(u64 ns)
+/* What CROSSTSTAMP_FREQ_PPM adds to @ns. */
+static u64 crosststamp_freq_offset(u64 ns)
 {
-	return ns + div_u64(ns * CROSSTSTAMP_FREQ_PPM, 1000000);
+	return div_u64(ns * CROSSTSTAMP_FREQ_PPM, 1000000);
 }
 
-/* Bound on crosststamp_freq_scaled()'s error for @ns: two mult units and truncation. */
+/* Bound on the error of @ns + crosststamp_freq_offset(@ns): two mult units, truncation. */
 static s64 crosststamp_freq_tolerance(u64 ns)
 {
 	return (s64)(ns >> (CROSSTSTAMP_NS_SHIFT - 1)) + 3;
@@ -1358,12 +1369,12 @@ static void crosststamp_history_clock_set_scaled(struct kunit *test)
 
 	d = crosststamp_step_and_get(test, &dev, &history, &then, &xt, &back);
 	if (d < back) {
-		want = ktime_add_ns(history.real, crosststamp_freq_scaled(d));
+		want = ktime_add_ns(history.real, d + crosststamp_freq_offset(d));
 		KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime, want),
 				    crosststamp_freq_tolerance(d),
 				    "%llu raw ns after the history, scaled by 1.0004", d);
 	} else {
-		want = ktime_sub_ns(dev.now.real, crosststamp_freq_scaled(back));
+		want = ktime_sub_ns(dev.now.real, back + crosststamp_freq_offset(back));
 		KUNIT_EXPECT_LE_MSG(test, crosststamp_ns_apart(xt.sys_realtime, want),
 				    crosststamp_freq_tolerance(back),
 				    "%llu raw ns before the snapshot in the call, scaled by 1.0004",
@@ -1390,7 +1401,7 @@ static void crosststamp_history_rate_interpolated(struct kunit *test)
 	struct crosststamp_dev dev = { .snapshot = true };
 	struct system_device_crosststamp xt;
 	s64 offset, most;
-	u64 d;
+	u64 d, back;
 
 	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
 	crosststamp_set_freq(test, 0);
@@ -1401,20 +1412,13 @@ static void crosststamp_history_rate_interpolated(struct kunit *test)
 	crosststamp_sleep_ticks(raw_after);
 	ktime_get_snapshot(&set);
 	crosststamp_set_freq(test, CROSSTSTAMP_FREQ_PPM);
-	dev.counter.cycles = then.cycles;
-	crosststamp_tag(&dev.counter, crosststamp_id_of(&then));
-
-	KUNIT_ASSERT_EQ(test, crosststamp_get(&dev, &history, &xt), 0);
-	d = then.cycles - history.cycles;
-	KUNIT_EXPECT_EQ_MSG(test, xt.sys_monoraw, ktime_add_ns(history.raw, d),
-			    "%llu counts after the history", d);
+	d = crosststamp_get_then(test, &dev, &history, &then, &xt, &back);
 	offset = ktime_to_ns(ktime_sub(xt.sys_realtime, history.real)) - (s64)d;
-	most = div64_u64(mul_u64_u32_div(d, CROSSTSTAMP_FREQ_PPM, 1000000) *
-			 (dev.now.cycles - set.cycles), set.cycles - history.cycles) +
-	       (s64)(d >> (CROSSTSTAMP_NS_SHIFT - 1)) + 3;
-	KUNIT_ASSERT_LT_MSG(test, most, (s64)div_u64(d * CROSSTSTAMP_FREQ_PPM, 2000000),
+	most = div64_u64(crosststamp_freq_offset(d) * (dev.now.cycles - set.cycles),
+			 set.cycles - history.cycles) + crosststamp_freq_tolerance(d);
+	KUNIT_ASSERT_LT_MSG(test, most, (s64)crosststamp_freq_offset(d) / 2,
 			    "the offset ran for too much of the span to tell the branches apart");
-	KUNIT_EXPECT_GE_MSG(test, offset, -(s64)(d >> (CROSSTSTAMP_NS_SHIFT - 1)) - 3,
+	KUNIT_EXPECT_GE_MSG(test, offset, -crosststamp_freq_tolerance(d),
 			    "realtime %lld ns off the raw %llu ns", offset, d);
 	KUNIT_EXPECT_LE_MSG(test, offset, most,
 			    "realtime %lld ns off the raw %llu ns: scaled by the mult of the call?",
