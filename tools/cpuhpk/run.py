@@ -41,7 +41,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import gcov, hostctl, junit, ktap, page, states, tree, usertree, verdict  # noqa: E402
+from cpuhpk import (debian, gcov, hostctl, junit, ktap, page, states, tree,  # noqa: E402
+                    usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -201,10 +202,40 @@ def build_dir_of(t: tree.Tree, config: str) -> Path:
 
 def fragment(config: str) -> Path:
     path = REPO / 'kconfigs' / f'{config}.config'
-    if not path.is_file():
+    if not config or not path.is_file():
         known = ' '.join(sorted(p.stem for p in (REPO / 'kconfigs').glob('*.config')))
-        raise tree.PrepareError(f'no kconfigs/{config}.config (known: {known})')
+        raise tree.PrepareError(f'no kconfigs/{config}.config (known: {known}; '
+                                'CONFIG=a+b combines fragments)')
     return path
+
+
+def fragments(config: str, kver: str) -> List[Path]:
+    """The kconfigs/ fragments of CONFIG=@config on series @kver, in order.
+
+    Every kernel builds on default.config, or on debian.config when @config
+    names debian (Debian's own configuration: debian_kernel_config());
+    'a+b' adds a's fragment, then b's (CONFIG=rt+debug: PREEMPT_RT with
+    lockdep). kconfigs/<KVER>/<name>.config, when it exists, follows
+    <name>'s: what only that series has (6.12's buddy hard-lockup
+    detector), as mutants/<KVER>/ does for mutants.
+    """
+    names = config.split('+')
+    first = 'debian' if 'debian' in names else 'default'
+    out: List[Path] = []
+    for name in [first] + [c for c in names if c not in ('default', 'debian')]:
+        out.append(fragment(name))
+        extra = REPO / 'kconfigs' / kver / f'{name}.config'
+        if extra.is_file():
+            out.append(extra)
+    return out
+
+
+def kernel_fragments(t: tree.Tree, config: str) -> List[Path]:
+    """fragments(), with Debian's resolved configuration first for CONFIG=debian."""
+    frags = fragments(config, t.kver)
+    if 'debian' in config.split('+'):
+        return [debian.base(t, frags, MAKE_OPTIONS), *frags]
+    return frags
 
 
 def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
@@ -235,13 +266,12 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
                   control: Optional[hostctl.Control] = None) -> List[str]:
     """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest()),
     @control serves the guest's hot-add requests (TOPOLOGY=hotplug)."""
-    # Every fragment builds on the default one (all suites, SMP, hotplug, gcov).
-    configs = ['default'] + [c for c in [args.config] if c != 'default']
     qemu = f'-smp {smp_arg(args.smp, getattr(args, "topology", "flat"))}'
     if control is not None:
         qemu += f' {control.qemu_args()}'
     cmd = [sys.executable, str(t.kunit_py), 'run',
-           *[f'--kunitconfig={fragment(c)}' for c in configs], f'--build_dir={build_dir}',
+           *[f'--kunitconfig={f}' for f in kernel_fragments(t, args.config)],
+           f'--build_dir={build_dir}',
            f'--jobs={args.jobs}', f'--timeout={args.timeout}',
            f'--qemu_args={qemu}', f'--json={out / "results.json"}']
     cmd += [f'--make_options={o}' for o in MAKE_OPTIONS]
@@ -791,7 +821,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
         if exp.cases == {}:
             return fail_early(out, 'missing', f'FILTER={args.filter} matches no case of the '
                               'kunit/ suites', context)
-        frag = fragment(args.config)
+        fragments(args.config, args.kver)
         tree.ensure_packages(gcov.PACKAGES)
         t = prepare_tree(args, user)
     except tree.PrepareError as e:
@@ -799,7 +829,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     context['version'] = t.version
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    build_dir = build_dir_of(t, frag.stem)
+    build_dir = build_dir_of(t, args.config)
     build_dir.mkdir(parents=True, exist_ok=True)
     test_log = build_dir / 'test.log'
     test_log.unlink(missing_ok=True)     # never judge a previous run's console

@@ -354,6 +354,22 @@ class CommandTest(unittest.TestCase):
                          [f'--kunitconfig={run.REPO}/kconfigs/default.config',
                           f'--kunitconfig={run.REPO}/kconfigs/debug.config'])
 
+    def test_fragments_combine_in_order(self) -> None:
+        """CONFIG=a+b: default, a, b; a series' own addition follows its fragment."""
+        cmd = self.command('--config', 'rt+debug')
+        self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
+                         [f'--kunitconfig={run.REPO}/kconfigs/{n}.config'
+                          for n in ('default', 'rt', 'debug')])
+        cmd = self.command('--config', 'sanitizers')
+        self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
+                         [f'--kunitconfig={run.REPO}/kconfigs/{n}.config'
+                          for n in ('default', 'sanitizers', '6.12/sanitizers')])
+        self.assertEqual(run.fragments('sanitizers', '6.1'),
+                         [run.REPO / 'kconfigs' / f'{n}.config' for n in ('default', 'sanitizers')])
+        for bad in ('rt+', 'nosuch', 'rt+nosuch'):
+            with self.assertRaisesRegex(tree.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
+                run.fragments(bad, '6.12')
+
     def test_strict_runs_what_wedges(self) -> None:
         self.assertNotIn('--kernel_args=cpuhp_kunit.sweep_wedging=1', self.command())
         self.assertIn('--kernel_args=cpuhp_kunit.sweep_wedging=1',
