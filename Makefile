@@ -17,6 +17,9 @@ FIXES   ?= 0
 STRICT  ?= 0
 SEED    ?= 0
 STRESS_OPS ?= 0
+# make matrix (and so make test): 1 runs every job, also those whose inputs
+# did not change since they passed (tools/cpuhpk/jobstamp.py).
+FORCE   ?= 0
 # The kernel series and configs make matrix (and so make test) runs: one
 # build each. rt only on 6.12: PREEMPT_RT needs ARCH_SUPPORTS_RT, which x86
 # selects since 6.12. CONFIGS, when set, is run on every series of KVERS.
@@ -141,8 +144,12 @@ JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(
 jobs_checked = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS)
 
 # Every job runs even when an earlier one is red; the exit status says if any was.
+# A job that passed and whose inputs did not change since is not run again
+# (out/.jobs/, tools/cpuhpk/jobstamp.py); FORCE=1 runs it.
 matrix:
-	@rc=0; for job in $(jobs_checked); do $(MAKE) $$(echo "$$job" | tr , ' ') || rc=1; done; exit $$rc
+	@rc=0; for job in $(jobs_checked); do \
+		$(PYTHON) tools/cpuhpk/jobstamp.py --force '$(FORCE)' -- $(MAKE) $$(echo "$$job" | tr , ' ') || rc=1; \
+	done; exit $$rc
 
 test: tools-test matrix
 
