@@ -622,7 +622,6 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
         raise SeriesError(f'{tree.source_package(kver)} is not installed: run make prepare')
     version = tree.upstream_version(package)
     fresh = tree.cache_root() / f'pristine-{version}'
-    kept = tree.cache_root() / f'pristine-kunit-{version}'
     shutil.rmtree(fresh, ignore_errors=True)
     tree.extract(kver, package, fresh)
     base = pristine_commit(fresh, 'baseline', f'linux-source-{kver} {package}')
@@ -645,10 +644,14 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
     for s in plan.series:
         git(fresh, 'am', '-q', *map(str, sorted((out / s.name).glob('0*.patch'))[1:]),
             env=identity('git am <am@localhost>'))
-    if kept.is_dir():  # objects of the last run: make rebuilds what the series changed
-        kept.rename(fresh / '.kunit')
-    try:
-        for s in plan.series:
+    for s in plan.series:
+        # One kept build directory per series (their .kunitconfigs differ: one
+        # shared directory was reconfigured and rebuilt twice a run): make
+        # rebuilds only what changed since that series' last run.
+        kept = tree.cache_root() / f'pristine-kunit-{version}-{s.name}'
+        if kept.is_dir():
+            kept.rename(fresh / '.kunit')
+        try:
             dest = out / f'pristine-{s.name}'
             shutil.rmtree(dest, ignore_errors=True)
             dest.mkdir(parents=True)
@@ -672,11 +675,12 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                        f'$ {run_command(s, smp)}: verdict {"pass" if v.ok else "fail"}: '
                        f'{passed} passed, {failed} failed, {skipped} skipped, {known} known '
                        f'failures (kunit.py exit {rc}; pristine-{s.name}/)')
-    finally:
-        if (fresh / '.kunit').is_dir():
-            shutil.rmtree(kept, ignore_errors=True)
-            (fresh / '.kunit').rename(kept)
-
+        finally:
+            if (fresh / '.kunit').is_dir():
+                shutil.rmtree(kept, ignore_errors=True)
+                (fresh / '.kunit').rename(kept)
+    # The one shared directory earlier versions kept: superseded.
+    shutil.rmtree(tree.cache_root() / f'pristine-kunit-{version}', ignore_errors=True)
 
 
 def parser() -> argparse.ArgumentParser:
