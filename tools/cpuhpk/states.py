@@ -131,13 +131,40 @@ goes down. Target: the CPU driven to the state and back.</p>
 '''
 
 
+def counts_line(states: Sequence[State]) -> str:
+    """How many states, per section, and how each direction came out."""
+    sections = {sec: sum(1 for s in states if s.section == sec) for sec in ('bp', 'atomic', 'ap')}
+    parts = [f'{len(states)} named states (' + ', '.join(f'{k} {n}' for k, n in sections.items())
+             + ')']
+    for column in ('up', 'down', 'target'):
+        got: Dict[str, int] = {}
+        for s in states:
+            outcome = s.cells.get(column, 'not reached')
+            got[outcome] = got.get(outcome, 0) + 1
+        parts.append(f'{column}: ' + ', '.join(f'{got[k]} {k}' for k in COLOURS if k in got))
+        if column == 'up':
+            parts[-1] = 'rolled back ' + parts[-1]
+    return '; '.join(parts)
+
+
+def text(states: Sequence[State]) -> str:
+    """states.txt: the counts, then a line per state (diffable between kernels)."""
+    lines = [counts_line(states)]
+    for s in states:
+        lines.append(f'{s.number} {s.name} {s.section} '
+                     + ' '.join(f'{c}={s.cells.get(c, "not reached").replace(" ", "-")}'
+                                for c in ('up', 'down', 'target')))
+    return '\n'.join(lines) + '\n'
+
+
 def write(out: Path, console: Sequence[str], root: ktap.Test, v: Verdict,
           title: str) -> Optional[Path]:
-    """out/states.html, when the console holds the sweep's table."""
+    """out/states.html and states.txt, when the console holds the sweep's table."""
     states = table(console)
     if not states:
         return None
     outcomes(states, root, v)
     path = out / 'states.html'
     path.write_text(render(states, title))
+    (out / 'states.txt').write_text(text(states))
     return path

@@ -74,6 +74,23 @@ class StatesTest(unittest.TestCase):
         self.assertNotIn('<script', text)
         self.assertEqual(text.count('<tr class='), 57)
 
+    def test_text_counts_what_the_html_shows(self) -> None:
+        """states.txt: the counts a comparison of two kernels' tables starts from."""
+        console, root, v = judged()
+        with tempfile.TemporaryDirectory() as tmp:
+            states.write(Path(tmp), console.lines, root, v, 't')
+            lines = (Path(tmp) / 'states.txt').read_text().splitlines()
+        table = states.table(console.lines)
+        states.outcomes(table, root, v)
+        self.assertEqual(len(lines), 1 + 57)
+        self.assertTrue(lines[0].startswith('57 named states (bp '))
+        sections = {sec: sum(1 for s in table if s.section == sec) for sec in ('bp', 'atomic', 'ap')}
+        self.assertIn(f'(bp {sections["bp"]}, atomic {sections["atomic"]}, ap {sections["ap"]})',
+                      lines[0])
+        clean_up = sum(1 for s in table if s.cells.get('up') == 'clean')
+        self.assertIn(f'rolled back up: {clean_up} clean', lines[0])
+        self.assertIn('sched:active ap up=clean down=clean target=clean', '\n'.join(lines))
+
     def test_no_sweep_no_picture(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             self.assertIsNone(states.write(Path(tmp), ['boot'], ktap.Test(name=''),
