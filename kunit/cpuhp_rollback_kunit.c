@@ -900,7 +900,7 @@ static void cpuhp_rollback_freeze_wakeup_aborts(struct kunit *test)
  * CPUHP_REC_ANY for cpuhp_enter.
  */
 struct cpuhp_rollback_trace {
-	spinlock_t lock;		/* probes run on any CPU */
+	raw_spinlock_t lock;	/* probes: any CPU, preemption off (PREEMPT_RT too) */
 	unsigned int cpu;
 	int states[CPUHP_REC_SLOTS];
 	struct cpuhp_rec_log *log;	/* startup/teardown unknown: dir unused */
@@ -909,7 +909,7 @@ struct cpuhp_rollback_trace {
 };
 
 static struct cpuhp_rollback_trace cpuhp_rollback_trace = {
-	.lock = __SPIN_LOCK_UNLOCKED(cpuhp_rollback_trace.lock),
+	.lock = __RAW_SPIN_LOCK_UNLOCKED(cpuhp_rollback_trace.lock),
 };
 
 static void cpuhp_rollback_trace_event(unsigned int cpu, int idx, bool enter,
@@ -919,7 +919,7 @@ static void cpuhp_rollback_trace_event(unsigned int cpu, int idx, bool enter,
 	unsigned long flags;
 	int slot;
 
-	spin_lock_irqsave(&t->lock, flags);
+	raw_spin_lock_irqsave(&t->lock, flags);
 	if (!t->active || cpu != t->cpu)
 		goto out;
 	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++) {
@@ -933,7 +933,7 @@ static void cpuhp_rollback_trace_event(unsigned int cpu, int idx, bool enter,
 		break;
 	}
 out:
-	spin_unlock_irqrestore(&t->lock, flags);
+	raw_spin_unlock_irqrestore(&t->lock, flags);
 }
 
 static void cpuhp_rollback_probe_enter(void *data, unsigned int cpu, int target, int idx,
@@ -957,9 +957,9 @@ static void cpuhp_rollback_probe_exit(void *data, unsigned int cpu, int state, i
 
 static void cpuhp_rollback_trace_stop(void *data)
 {
-	spin_lock_irq(&cpuhp_rollback_trace.lock);
+	raw_spin_lock_irq(&cpuhp_rollback_trace.lock);
 	cpuhp_rollback_trace.active = false;
-	spin_unlock_irq(&cpuhp_rollback_trace.lock);
+	raw_spin_unlock_irq(&cpuhp_rollback_trace.lock);
 }
 
 static void cpuhp_rollback_trace_start(struct kunit *test, struct cpuhp_rollback *rb)
@@ -974,12 +974,12 @@ static void cpuhp_rollback_trace_start(struct kunit *test, struct cpuhp_rollback
 	log = cpuhp_rec_log_alloc(test);
 	for (slot = 0; slot < CPUHP_REC_SLOTS; slot++)
 		states[slot] = cpuhp_rec_state(rb->rec, slot);
-	spin_lock_irq(&t->lock);
+	raw_spin_lock_irq(&t->lock);
 	t->cpu = rb->cpu;
 	memcpy(t->states, states, sizeof(states));
 	t->log = log;
 	t->active = true;
-	spin_unlock_irq(&t->lock);
+	raw_spin_unlock_irq(&t->lock);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_trace_stop, NULL), 0);
 }
 

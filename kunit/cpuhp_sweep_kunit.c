@@ -207,14 +207,14 @@ struct cpuhp_sweep_call {
 };
 
 static struct {
-	spinlock_t lock;	/* probes run on any CPU, some with IRQs off */
+	raw_spinlock_t lock;	/* probes: any CPU, preemption off (PREEMPT_RT too) */
 	bool active;
 	unsigned int cpu;
 	unsigned int len;
 	bool overflow;
 	struct cpuhp_sweep_call *calls;
 } cpuhp_sweep_trace = {
-	.lock = __SPIN_LOCK_UNLOCKED(cpuhp_sweep_trace.lock),
+	.lock = __RAW_SPIN_LOCK_UNLOCKED(cpuhp_sweep_trace.lock),
 };
 
 /*
@@ -236,7 +236,7 @@ static void cpuhp_sweep_probe(unsigned int cpu, int idx, const void *fun)
 		dir = CPUHP_SWEEP_DOWN;
 	else
 		return;
-	spin_lock_irqsave(&cpuhp_sweep_trace.lock, flags);
+	raw_spin_lock_irqsave(&cpuhp_sweep_trace.lock, flags);
 	if (cpuhp_sweep_trace.active && cpu == cpuhp_sweep_trace.cpu) {
 		if (cpuhp_sweep_trace.len < CPUHP_SWEEP_EVENTS)
 			cpuhp_sweep_trace.calls[cpuhp_sweep_trace.len++] =
@@ -244,7 +244,7 @@ static void cpuhp_sweep_probe(unsigned int cpu, int idx, const void *fun)
 		else
 			cpuhp_sweep_trace.overflow = true;
 	}
-	spin_unlock_irqrestore(&cpuhp_sweep_trace.lock, flags);
+	raw_spin_unlock_irqrestore(&cpuhp_sweep_trace.lock, flags);
 }
 
 static void cpuhp_sweep_probe_enter(void *data, unsigned int cpu, int target, int idx,
@@ -262,9 +262,9 @@ static void cpuhp_sweep_probe_multi_enter(void *data, unsigned int cpu, int targ
 
 static void cpuhp_sweep_trace_stop(void *data)
 {
-	spin_lock_irq(&cpuhp_sweep_trace.lock);
+	raw_spin_lock_irq(&cpuhp_sweep_trace.lock);
 	cpuhp_sweep_trace.active = false;
-	spin_unlock_irq(&cpuhp_sweep_trace.lock);
+	raw_spin_unlock_irq(&cpuhp_sweep_trace.lock);
 }
 
 /* Record the callbacks run for @cpu from now on. */
@@ -276,13 +276,13 @@ static void cpuhp_sweep_trace_start(struct kunit *test, unsigned int cpu)
 		kunit_skip(test, "needs CONFIG_TRACEPOINTS");
 	calls = kunit_kcalloc(test, CPUHP_SWEEP_EVENTS, sizeof(*calls), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, calls);
-	spin_lock_irq(&cpuhp_sweep_trace.lock);
+	raw_spin_lock_irq(&cpuhp_sweep_trace.lock);
 	cpuhp_sweep_trace.calls = calls;
 	cpuhp_sweep_trace.cpu = cpu;
 	cpuhp_sweep_trace.len = 0;
 	cpuhp_sweep_trace.overflow = false;
 	cpuhp_sweep_trace.active = true;
-	spin_unlock_irq(&cpuhp_sweep_trace.lock);
+	raw_spin_unlock_irq(&cpuhp_sweep_trace.lock);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_sweep_trace_stop, NULL), 0);
 }
 
