@@ -56,7 +56,10 @@ MAKE_OPTIONS = ('CPUHP_KUNIT_GCOV=y',)
 # instead of waiting for the timeout.
 # suspend.pm_test_delay: the seconds a suspend at a pm_test level busy-waits
 # at that level (5 by default), for cpuhp_rollback's real-suspend cases.
-KERNEL_ARGS = ('panic=-1', 'suspend.pm_test_delay=0')
+# printk.time=0: the user-space suite's lines reach the console without
+# printk's timestamp; KUnit's must not carry one either (Debian's config has
+# PRINTK_TIME), or cutting the KUnit lines' prefix would cut theirs.
+KERNEL_ARGS = ('panic=-1', 'suspend.pm_test_delay=0', 'printk.time=0')
 # Seconds kunit.py, make and QEMU get to end after SIGTERM before SIGKILL.
 GRACE = 10
 EXPECTED_SKIPS = REPO / 'kunit' / 'expected-skips'
