@@ -21,13 +21,16 @@ STRESS_OPS ?= 0
 # did not change since they passed (tools/cpuhpk/jobstamp.py).
 FORCE   ?= 0
 # The kernel series and configs make matrix (and so make test) runs: one
-# build each. rt only on 6.12: PREEMPT_RT needs ARCH_SUPPORTS_RT, which x86
-# selects since 6.12. CONFIGS, when set, is run on every series of KVERS.
+# build each. sanitizers carries every detector (lockdep, KASAN, UBSAN, the
+# lockup and hung-task detectors): one kernel instead of debug and kasan;
+# rt+debug is PREEMPT_RT with lockdep. rt only on 6.12: PREEMPT_RT needs
+# ARCH_SUPPORTS_RT, which x86 selects since 6.12. CONFIG=a+b combines
+# kconfigs/ fragments. CONFIGS, when set, is run on every series of KVERS.
 # KVER= on the command line (make test KVER=6.1) narrows KVERS to it.
 KVERS   ?= $(if $(filter command line,$(origin KVER)),$(KVER),6.12 6.1)
 CONFIGS ?=
-CONFIGS_6.12 = default debug kasan rt
-CONFIGS_6.1  = default debug kasan
+CONFIGS_6.12 = default sanitizers rt+debug
+CONFIGS_6.1  = default sanitizers
 SHARD   ?=
 DIRS    ?=
 # make series: "Name <email>" for From: and Signed-off-by: (default: git config).

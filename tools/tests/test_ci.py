@@ -173,9 +173,16 @@ class MatrixListTest(unittest.TestCase):
     def test_both_series_rt_only_on_6_12(self) -> None:
         jobs = matrix_list()
         self.assertEqual({j.split()[1] for j in jobs}, {'KVER=6.12', 'KVER=6.1'})
-        self.assertIn('run KVER=6.12 CONFIG=rt', jobs)
-        self.assertNotIn('run KVER=6.1 CONFIG=rt', jobs)
+        self.assertIn('run KVER=6.12 CONFIG=rt+debug', jobs)
+        self.assertEqual([j for j in jobs if 'KVER=6.1 ' in j and 'CONFIG=rt' in j], [])
         self.assertEqual([j for j in matrix_list('KVER=6.1') if 'KVER=6.1 ' not in j], [])
+
+    def test_one_sanitizer_kernel_per_series(self) -> None:
+        """The detectors in one kernel: no separate debug or kasan job (issue 26)."""
+        jobs = matrix_list()
+        for kver in ('6.12', '6.1'):
+            self.assertIn(f'run KVER={kver} CONFIG=sanitizers', jobs)
+        self.assertEqual([j for j in jobs if 'CONFIG=debug' in j or 'CONFIG=kasan' in j], [])
 
     def test_series_without_configs_is_refused(self) -> None:
         res = subprocess.run(['make', '-s', 'matrix-list', 'KVERS=6.12 5.10'], cwd=REPO,
