@@ -216,7 +216,7 @@ def fragments(config: str, kver: str) -> List[Path]:
     """The kconfigs/ fragments of CONFIG=@config on series @kver, in order.
 
     Every kernel builds on default.config, or on debian.config when @config
-    names debian (Debian's own configuration: debian_kernel_config());
+    names debian (Debian's own configuration, resolved by debian.base());
     'a+b' adds a's fragment, then b's (CONFIG=rt+debug: PREEMPT_RT with
     lockdep). kconfigs/<KVER>/<name>.config, when it exists, follows
     <name>'s: what only that series has (6.12's buddy hard-lockup
@@ -266,14 +266,16 @@ def stress_kernel_args(args: argparse.Namespace) -> List[str]:
 
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
                   out: Path, qemu_config: Path,
-                  control: Optional[hostctl.Control] = None) -> List[str]:
+                  control: Optional[hostctl.Control] = None,
+                  frags: Optional[List[Path]] = None) -> List[str]:
     """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest()),
-    @control serves the guest's hot-add requests (TOPOLOGY=hotplug)."""
+    @control serves the guest's hot-add requests (TOPOLOGY=hotplug), @frags
+    are the kconfigs (default: kernel_fragments())."""
     qemu = f'-smp {smp_arg(args.smp, getattr(args, "topology", "flat"))}'
     if control is not None:
         qemu += f' {control.qemu_args()}'
     cmd = [sys.executable, str(t.kunit_py), 'run',
-           *[f'--kunitconfig={f}' for f in kernel_fragments(t, args.config)],
+           *[f'--kunitconfig={f}' for f in (frags or kernel_fragments(t, args.config))],
            f'--build_dir={build_dir}',
            f'--jobs={args.jobs}', f'--timeout={args.timeout}',
            f'--qemu_args={qemu}', f'--json={out / "results.json"}']
@@ -827,6 +829,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
         fragments(args.config, args.kver)
         tree.ensure_packages(gcov.PACKAGES)
         t = prepare_tree(args, user)
+        frags = kernel_fragments(t, args.config)    # CONFIG=debian: resolved here
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version
@@ -847,7 +850,8 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     if args.topology == 'hotplug':
         control = hostctl.Control(build_dir / 'cpuhp-kunit', out / 'hostctl.log')
         control.start()
-    cmd = kunit_command(t, args, build_dir, out, gcov.guest(build_dir, args.filter), control)
+    cmd = kunit_command(t, args, build_dir, out, gcov.guest(build_dir, args.filter), control,
+                        frags)
     try:
         rc, killed_after = run_kunit(cmd, t.path,
                                      out / 'kunit.log', BUILD_TIMEOUT + args.timeout + 60)
