@@ -42,10 +42,20 @@ def stamp_path(job: Sequence[str]) -> Path:
 
 
 def repo_files(repo: Path) -> List[Path]:
-    """The files of INPUTS, tracked or not (ignored ones left out)."""
-    res = subprocess.run(['git', 'ls-files', '-co', '--exclude-standard', '-z', '--', *INPUTS],
-                         cwd=repo, capture_output=True, check=True)
-    return sorted(repo / p for p in res.stdout.decode().split('\0') if p)
+    """The files of INPUTS, tracked or not (ignored ones left out); outside
+    a git checkout (an unpacked tarball) every file under them but caches."""
+    try:
+        res = subprocess.run(['git', 'ls-files', '-co', '--exclude-standard', '-z', '--',
+                              *INPUTS], cwd=repo, capture_output=True, check=False)
+    except OSError:
+        res = None
+    if res is not None and res.returncode == 0:
+        return sorted(repo / p for p in res.stdout.decode().split('\0') if p)
+    found = [f for name in INPUTS for f in ([repo / name] if (repo / name).is_file()
+                                            else (repo / name).rglob('*'))
+             if f.is_file() and not any(part in ('__pycache__', '.mypy_cache')
+                                        for part in f.parts)]
+    return sorted(found)
 
 
 def packages() -> str:

@@ -88,6 +88,16 @@ class JobStampTest(unittest.TestCase):
         self.assertTrue(jobstamp.dry_run('-- --just-print'))
         self.assertFalse(jobstamp.dry_run('s -- CONFIG=debian'))
 
+    def test_outside_git_the_files_are_walked(self) -> None:
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            (root / 'kunit' / '__pycache__').mkdir(parents=True)
+            (root / 'kunit' / 'a.c').write_text('int a;\n')
+            (root / 'kunit' / '__pycache__' / 'x.pyc').write_bytes(b'')
+            (root / 'Makefile').write_text('all:\n')
+            (root / 'README.md').write_text('no\n')
+            self.assertEqual(jobstamp.repo_files(root), [root / 'Makefile', root / 'kunit' / 'a.c'])
+
     def test_stamp_names_the_make_job(self) -> None:
         self.assertEqual(jobstamp.stamp_path(['make', 'run', 'KVER=6.12', 'CONFIG=rt+debug']).name,
                          'run_KVER=6.12_CONFIG=rt+debug.json')
