@@ -1190,22 +1190,9 @@ static void crosststamp_closer_end_desc(const enum crosststamp_closer_end *near,
 KUNIT_ARRAY_PARAM(crosststamp_closer_end, crosststamp_closer_ends, crosststamp_closer_end_desc);
 
 /*
- * The clock set inside the history (realtime moved by a third of a second,
- * no clocksource change): the history is still accepted (only a
- * clocksource change refuses one, crosststamp_history_clocksource_changed()),
- * monotonic raw is interpolated as always, and realtime is not interpolated
- * across the step (the discontinuity): the raw correction is scaled by the
- * realtime mult over the raw one instead, so realtime lies on the timeline
- * of the end it is interpolated from: before the step when forward from the
- * history, after it when back from the interval (a snapshot in the same
- * interval, taken in get_time_fn(), gives that timeline). Interpolated
- * across the step, realtime would be off by a share of the third of a
- * second: far outside the MAXFREQ bound.
- */
-/*
  * Get @dev's crosststamp of @then's counter value against @history and
  * check monotonic raw (@d counts after the history, exact); returns @d and,
- * in @back, the counts from @then to the snapshot taken in the call.
+ * in @back unless NULL, the counts from @then to the snapshot taken in the call.
  */
 static u64 crosststamp_get_then(struct kunit *test, struct crosststamp_dev *dev,
 				struct system_time_snapshot *history,
@@ -1218,7 +1205,8 @@ static u64 crosststamp_get_then(struct kunit *test, struct crosststamp_dev *dev,
 	crosststamp_tag(&dev->counter, crosststamp_id_of(then));
 	KUNIT_ASSERT_EQ(test, crosststamp_get(dev, history, xt), 0);
 	d = then->cycles - history->cycles;
-	*back = dev->now.cycles - then->cycles;
+	if (back)
+		*back = dev->now.cycles - then->cycles;
 	KUNIT_EXPECT_EQ_MSG(test, xt->sys_monoraw, ktime_add_ns(history->raw, d),
 			    "%llu counts after the history", d);
 	return d;
@@ -1244,6 +1232,19 @@ static u64 crosststamp_step_and_get(struct kunit *test, struct crosststamp_dev *
 	return crosststamp_get_then(test, dev, history, then, xt, back);
 }
 
+/*
+ * The clock set inside the history (realtime moved by a third of a second,
+ * no clocksource change): the history is still accepted (only a
+ * clocksource change refuses one, crosststamp_history_clocksource_changed()),
+ * monotonic raw is interpolated as always, and realtime is not interpolated
+ * across the step (the discontinuity): the raw correction is scaled by the
+ * realtime mult over the raw one instead, so realtime lies on the timeline
+ * of the end it is interpolated from: before the step when forward from the
+ * history, after it when back from the interval (a snapshot in the same
+ * interval, taken in get_time_fn(), gives that timeline). Interpolated
+ * across the step, realtime would be off by a share of the third of a
+ * second: far outside the MAXFREQ bound.
+ */
 static void crosststamp_history_clock_set(struct kunit *test)
 {
 	const enum crosststamp_closer_end *near = test->param_value;
@@ -1401,7 +1402,7 @@ static void crosststamp_history_rate_interpolated(struct kunit *test)
 	struct crosststamp_dev dev = { .snapshot = true };
 	struct system_device_crosststamp xt;
 	s64 offset, most;
-	u64 d, back;
+	u64 d;
 
 	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
 	crosststamp_set_freq(test, 0);
@@ -1412,7 +1413,7 @@ static void crosststamp_history_rate_interpolated(struct kunit *test)
 	crosststamp_sleep_ticks(raw_after);
 	ktime_get_snapshot(&set);
 	crosststamp_set_freq(test, CROSSTSTAMP_FREQ_PPM);
-	d = crosststamp_get_then(test, &dev, &history, &then, &xt, &back);
+	d = crosststamp_get_then(test, &dev, &history, &then, &xt, NULL);
 	offset = ktime_to_ns(ktime_sub(xt.sys_realtime, history.real)) - (s64)d;
 	most = div64_u64(crosststamp_freq_offset(d) * (dev.now.cycles - set.cycles),
 			 set.cycles - history.cycles) + crosststamp_freq_tolerance(d);
