@@ -75,6 +75,22 @@ class PlanTest(unittest.TestCase):
             fixseries.read_plan(d)
 
 
+class MakeStepsTest(unittest.TestCase):
+    def test_objects_one_job_at_a_time_after_prepare(self) -> None:
+        """Two makes compiled arch/x86/power/hibernate.o at once under -j2
+        (6.1, the CI of stop 36): objects are built with -j1."""
+        steps = fixseries.make_steps(Path('/w'), Path('/b'), ['arch/x86/power/hibernate.o'])
+        self.assertEqual(len(steps), 2)
+        self.assertEqual(steps[0][-1], 'prepare')
+        self.assertIn('-j1', steps[1])
+        self.assertEqual(steps[1][-1], 'arch/x86/power/hibernate.o')
+        self.assertEqual([a for a in steps[1] if a.startswith('-j')], ['-j1'])
+
+    def test_vmlinux_on_every_cpu(self) -> None:
+        steps = fixseries.make_steps(Path('/w'), Path('/b'), ['vmlinux'])
+        self.assertEqual(steps, [series.make_command(Path('/w'), Path('/b')) + ['vmlinux']])
+
+
 class PatchTextTest(unittest.TestCase):
     def test_sign_off_keeps_a_backports_trailers(self) -> None:
         msg = ('cpuhp: Set cpuhp target for boot cpu\n\ncommit f4576ee2315f upstream.\n\n'
