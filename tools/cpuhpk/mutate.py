@@ -20,14 +20,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -152,7 +154,9 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--smp', default='4')
     ap.add_argument('--filter', default='')
-    ap.add_argument('--timeout', default='60')
+    ap.add_argument('--timeout', default='',
+                    help="seconds a mutant's kernel run may take (default: derived from the "
+                    "unmutated run's, see derived_timeout())")
     ap.add_argument('--config', default='default',
                     help='kconfigs/CONFIG.config: e.g. debug, for lockdep under the stress case')
     ap.add_argument('--strict', default='0', choices=('0', '1'),
@@ -242,13 +246,78 @@ def out_base(kver: str, config: str, shard_spec: str,
     return runs.with_name(f'{runs.name}-mutate{part}')
 
 
+# kunit.py's last line: 'Elapsed time: 75.981s total, 0.003s configuring,
+# 32.299s building, 43.678s running'.
+ELAPSED = re.compile(r'Elapsed time: [0-9.]+s total, .*?([0-9.]+)s running')
+# The unmutated run's own limit: make run's.
+BASELINE_TIMEOUT = 600
+# Never less: a mutant that hangs the state machine is killed by the timeout.
+TIMEOUT_FLOOR = 60
+
+
+def running_seconds(kunit_log: Path) -> Optional[float]:
+    """kunit.py's time in QEMU, from its log; None when it says none."""
+    if not kunit_log.is_file():
+        return None
+    found = ELAPSED.findall(kunit_log.read_text(errors='replace'))
+    return float(found[-1]) if found else None
+
+
+def derived_timeout(baseline_running: float) -> int:
+    """A mutant's run may take twice the unmutated kernel's time in QEMU
+    plus 30 s (a shared machine's jitter), and never less than
+    TIMEOUT_FLOOR: a fixed 60 s was below the sanitizer kernel's own 54 s
+    of suites plus its boot, so every mutant there was 'killed' by a
+    timeout (the first run of issue 26's sanitizer set)."""
+    return max(TIMEOUT_FLOOR, math.ceil(2 * baseline_running + 30))
+
+
+def baseline(run_args: List[str], out: Path) -> Tuple[Optional[float], str]:
+    """Run the unmutated kernel with the same arguments: (its seconds in
+    QEMU, '') when green, (None, why) when not: on a red kernel every
+    mutant would count as killed."""
+    with subprocess.Popen([sys.executable, str(RUN_PY), *run_args, '--timeout',
+                           str(BASELINE_TIMEOUT), '--out', str(out)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          pass_fds=tree.lock_fds()) as child:
+        try:
+            rc = child.wait()
+        except BaseException:
+            with run.signals_deferred():
+                child.terminate()
+                try:
+                    child.wait(CHILD_GRACE)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+            raise
+    v = verdict.read_json(out / 'verdict.json')[0] if (out / 'verdict.json').is_file() else None
+    if rc != 0 or v is None or not v.ok:
+        return None, (f'the unmutated kernel is red (exit {rc}; {out}): every mutant would '
+                      'count as killed')
+    secs = running_seconds(out / 'kunit.log')
+    if secs is None:
+        return None, f'no running time in {out / "kunit.log"}'
+    return secs, ''
+
+
 def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
     t = run.prepare_tree(args, args.user)
     run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
-                '--timeout', args.timeout, '--config', args.config, '--seed', args.seed,
+                '--config', args.config, '--seed', args.seed,
                 '--stress-ops', args.stress_ops, '--strict', args.strict, '--no-coverage-report',
                 *run.tree_arguments(args)]
     base = out_base(args.kver, args.config, args.shard, args.user)
+    secs, why = baseline(run_args, base / 'baseline')
+    if secs is None:
+        print(f'cpuhp-kunit: error: {why}', file=sys.stderr)
+        return 1
+    timeout = int(args.timeout) if args.timeout else derived_timeout(secs)
+    print(f'cpuhp-kunit: the unmutated kernel is green, {secs:.0f} s in QEMU: a mutant run '
+          f'times out after {timeout} s' + ('' if args.timeout else
+                                              ' (twice that plus 30 s, at least 60 s)'),
+          flush=True)
+    run_args += ['--timeout', str(timeout)]
     outcomes: List[Outcome] = []
     for patch in patches:
         o = run_one(patch, t, run_args, base / patch.stem)

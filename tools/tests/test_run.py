@@ -413,6 +413,20 @@ class CommandTest(unittest.TestCase):
         self.assertNotIn('crosststamp-base-offset-dropped', names)
         self.assertEqual(len(names) + 1, len(mutate.mutant_set(mutate.REPO / 'mutants', '6.12')))
 
+    def test_mutant_timeout_from_the_unmutated_run(self) -> None:
+        """A fixed 60 s was below the sanitizer kernel's own time in QEMU:
+        every mutant 'killed' by a timeout. The limit follows the unmutated run."""
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / 'kunit.log'
+            self.assertIsNone(mutate.running_seconds(log))
+            log.write_text('[12:52:23] Elapsed time: 75.981s total, 0.003s configuring, '
+                           '32.299s building, 43.678s running\n')
+            self.assertEqual(mutate.running_seconds(log), 43.678)
+            log.write_text('no such line\n')
+            self.assertIsNone(mutate.running_seconds(log))
+        self.assertEqual(mutate.derived_timeout(54.3), 139)
+        self.assertEqual(mutate.derived_timeout(10.0), 60)
+
     def test_mutant_shards_write_apart(self) -> None:
         self.assertEqual(mutate.out_base('6.12', 'default', '').name, '6.12-mutate')
         self.assertEqual(mutate.out_base('6.12', 'debug', '2/4').name, '6.12-debug-mutate-2of4')
