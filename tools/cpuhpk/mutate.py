@@ -95,6 +95,26 @@ def classify(name: str, out: Path, rc: int, seconds: float, text: str) -> Outcom
     return Outcome(name, 'killed', by, seconds, text)
 
 
+def run_child(run_args: Sequence[str], env: Dict[str, str]) -> int:
+    """run.py with @run_args under the cache's lock we hold; its exit status."""
+    with subprocess.Popen([sys.executable, str(RUN_PY), *run_args], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          pass_fds=tree.lock_fds()) as child:
+        try:
+            return child.wait()
+        except BaseException:
+            # run.py ends kunit.py, make and QEMU on SIGTERM; only then
+            # may the tree change under them.
+            with run.signals_deferred():
+                child.terminate()
+                try:
+                    child.wait(CHILD_GRACE)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+            raise
+
+
 def run_one(patch: Path, t: tree.Tree, run_args: List[str], out: Path) -> Outcome:
     started = time.monotonic()
     check = tree.git(t.path, 'apply', '--check', str(patch.resolve()), check=False)
@@ -104,23 +124,7 @@ def run_one(patch: Path, t: tree.Tree, run_args: List[str], out: Path) -> Outcom
                        promise(patch))
     tree.git(t.path, 'apply', str(patch.resolve()))
     try:
-        env = dict(os.environ, CPUHP_KUNIT_DIRTY='1')
-        with subprocess.Popen([sys.executable, str(RUN_PY), *run_args, '--out', str(out)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              pass_fds=tree.lock_fds()) as child:
-            try:
-                rc = child.wait()
-            except BaseException:
-                # run.py ends kunit.py, make and QEMU on SIGTERM; only then
-                # may the tree change under them.
-                with run.signals_deferred():
-                    child.terminate()
-                    try:
-                        child.wait(CHILD_GRACE)
-                    except subprocess.TimeoutExpired:
-                        child.kill()
-                        child.wait()
-                raise
+        rc = run_child([*run_args, '--out', str(out)], dict(os.environ, CPUHP_KUNIT_DIRTY='1'))
     finally:
         tree.git(t.path, 'apply', '-R', str(patch.resolve()))
     return classify(patch.stem, out, rc, time.monotonic() - started, promise(patch))
@@ -276,21 +280,8 @@ def baseline(run_args: List[str], out: Path) -> Tuple[Optional[float], str]:
     """Run the unmutated kernel with the same arguments: (its seconds in
     QEMU, '') when green, (None, why) when not: on a red kernel every
     mutant would count as killed."""
-    with subprocess.Popen([sys.executable, str(RUN_PY), *run_args, '--timeout',
-                           str(BASELINE_TIMEOUT), '--out', str(out)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          pass_fds=tree.lock_fds()) as child:
-        try:
-            rc = child.wait()
-        except BaseException:
-            with run.signals_deferred():
-                child.terminate()
-                try:
-                    child.wait(CHILD_GRACE)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
-            raise
+    rc = run_child([*run_args, '--timeout', str(BASELINE_TIMEOUT), '--out', str(out)],
+                   dict(os.environ))
     v = verdict.read_json(out / 'verdict.json')[0] if (out / 'verdict.json').is_file() else None
     if rc != 0 or v is None or not v.ok:
         return None, (f'the unmutated kernel is red (exit {rc}; {out}): every mutant would '
