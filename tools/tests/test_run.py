@@ -427,6 +427,14 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(mutate.derived_timeout(54.3), 139)
         self.assertEqual(mutate.derived_timeout(10.0), 60)
 
+    def test_red_unmutated_kernel_stops_the_set(self) -> None:
+        """On a red kernel every mutant would count as killed."""
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(mutate, 'run_child', return_value=1):
+            secs, why = mutate.baseline([], Path(tmp))
+        self.assertIsNone(secs)
+        self.assertIn('unmutated kernel is red (exit 1', why)
+
     def test_mutant_shards_write_apart(self) -> None:
         self.assertEqual(mutate.out_base('6.12', 'default', '').name, '6.12-mutate')
         self.assertEqual(mutate.out_base('6.12', 'debug', '2/4').name, '6.12-debug-mutate-2of4')
