@@ -1,5 +1,8 @@
 # cpuhp-kunit: thin wrapper over tools/; `make help` lists targets and knobs.
 KVER    ?= 6.12
+# The architecture built and booted: x86_64, or arm64 (cross-compiled,
+# qemu-system-aarch64's virt machine; tools/cpuhpk/arch.py).
+ARCH    ?= x86_64
 SMP     ?= 4
 # The guest's CPU topology: flat (one thread per core), smt (two per core),
 # hotplug (flat, and CPUs more to plug in and out through QEMU's QMP), nosmt
@@ -37,6 +40,10 @@ DIRS    ?=
 AUTHOR  ?=
 # The kernel series whose upstream-shaped series make test checks (series-test).
 SERIES_KVERS ?= 6.12
+# The architectures besides x86_64 whose default kernel make matrix (and so
+# make test) boots, with the coverage gate: 6.12's, when the matrix runs
+# 6.12 and its default config.
+OTHER_ARCHS ?= arm64
 PARTS   ?=
 RECORD  ?= 0
 BOOTS   ?=
@@ -49,7 +56,7 @@ GOOD    ?=
 BAD     ?= HEAD
 
 TREE_ARGS = $(if $(TREE),--tree '$(TREE)' --rev '$(REV)' --local '$(LOCAL)' --series '$(SERIES)')
-RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --topology '$(TOPOLOGY)' --filter '$(FILTER)' --config '$(CONFIG)' \
+RUN_ARGS = --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --topology '$(TOPOLOGY)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
@@ -57,6 +64,10 @@ RUN_ARGS = --kver '$(KVER)' --smp '$(SMP)' --topology '$(TOPOLOGY)' --filter '$(
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
+
+# The targets that build or boot only x86_64 so far refuse another ARCH
+# rather than build x86_64 under its name (ARCH= reaches every make below).
+x86_only = @test '$(ARCH)' = x86_64 || { echo 'make $@: x86_64 only so far; ARCH=$(ARCH) has run, judge, coverage, mutate' >&2; exit 2; }
 
 help:
 	@echo 'targets:'
@@ -86,6 +97,7 @@ help:
 	@echo '  clean-cache  delete the cached trees and build directories'
 	@echo 'knobs (current value):'
 	@echo '  KVER=$(KVER)      kernel series: linux-source-$$KVER from Debian'
+	@echo '  ARCH=$(ARCH)    x86_64, or arm64 (cross-compiled, QEMU virt) -> out/$$KVER[-$$CONFIG]-arm64/: run, judge, coverage, mutate'
 	@echo '  SMP=$(SMP)          CPUs of the QEMU guest'
 	@echo '  TOPOLOGY=$(TOPOLOGY)     flat: one thread per core; smt: two per core (the SMT control cases) -> out/...-smt/;'
 	@echo '                   hotplug: CPUs more to hot-add and hot-remove (QMP) -> out/...-hotplug/'
@@ -173,21 +185,23 @@ prepare:
 
 coverage:
 	@test '$(CONFIG)' = default || { echo 'make coverage gates the default kernel; CONFIG=$(CONFIG) runs yield coverage too: make run CONFIG=$(CONFIG)' >&2; exit 2; }
-	$(PYTHON) tools/cpuhpk/coverage.py --kver '$(KVER)' --smp '$(SMP)' --timeout '$(TIMEOUT)' \
+	$(PYTHON) tools/cpuhpk/coverage.py --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --timeout '$(TIMEOUT)' \
 		--seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
 mutate:
-	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --smp '$(SMP)' --filter '$(FILTER)' \
+	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --filter '$(FILTER)' \
 		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)' \
 		--shard '$(SHARD)' --strict '$(STRICT)' $(TREE_ARGS)
 
 bisect:
+	$(x86_only)
 	@test -n '$(TREE)' -a -n '$(GOOD)' || { echo 'usage: make bisect TREE=<kernel git tree> GOOD=<rev> [BAD=<rev>] [FILTER=..] [CONFIG=..]' >&2; exit 2; }
 	$(PYTHON) tools/cpuhpk/bisect.py --tree '$(TREE)' --good '$(GOOD)' --bad '$(BAD)' \
 		--series '$(SERIES)' --smp '$(SMP)' --filter '$(FILTER)' --config '$(CONFIG)' \
 		--timeout '$(TIMEOUT)'
 
 tree-test:
+	$(x86_only)
 	$(PYTHON) tools/cpuhpk/treetest.py --smp '$(SMP)' --timeout '$(TIMEOUT)'
 
 # Each fix covers known failures that apply with fixes=0 only (the tables
@@ -196,6 +210,7 @@ tree-test:
 # to hot-add (findings/16) and booted with nosmt (findings/19: the sysfs
 # test alone). Every run runs even when an earlier one is red.
 fixes-test:
+	$(x86_only)
 	@rc=0; $(MAKE) run FIXES=1 SMP=4 || rc=1; $(MAKE) run FIXES=1 SMP=2 || rc=1; \
 	$(MAKE) run FIXES=1 TOPOLOGY=smt || rc=1; $(MAKE) run FIXES=1 TOPOLOGY=hotplug || rc=1; \
 	$(MAKE) run FIXES=1 TOPOLOGY=nosmt FILTER='cpuhp_sysfs.*' || rc=1; \
@@ -222,6 +237,7 @@ merge-results:
 
 SERIES_PY = $(PYTHON) tools/cpuhpk/series.py --kver '$(KVER)' --author '$(AUTHOR)'
 series-config:
+	$(x86_only)
 	@test '$(CONFIG)' = default || { echo 'the series are built with their own configs: no CONFIG=$(CONFIG)' >&2; exit 2; }
 
 series: series-config
@@ -240,9 +256,11 @@ series-test: series-config
 		--timeout '$(TIMEOUT)' --author-of-head
 
 reports:
+	$(x86_only)
 	$(PYTHON) tools/cpuhpk/provoke.py --kver '$(KVER)' --record '$(RECORD)' $(BOOTS)
 
 bench:
+	$(x86_only)
 	sh tools/bench.sh $(PARTS)
 
 checkpatch:

@@ -9,9 +9,10 @@
 #            timed, make run warm, one kunit/ file edited -> verdict of the
 #            default config
 #   ratio    kunit.py's own x86_64 build (only CONFIG_KUNIT=y and
-#            CONFIG_KUNIT_EXAMPLE_TEST=y) next to ours (kconfigs/default.config,
-#            CPUHP_KUNIT_GCOV=y), same tree, cold and incremental (one test
-#            source touched), and the ratio (wall, CPU, objects compiled)
+#            CONFIG_KUNIT_EXAMPLE_TEST=y) next to ours (kconfigs/default.config
+#            with kconfigs/x86_64/, CPUHP_KUNIT_GCOV=y), same tree, cold and
+#            incremental (one test source touched), and the ratio (wall, CPU,
+#            objects compiled)
 #   options  ours without each option we add, each right after ours again,
 #            cold, to say what each costs (eight builds: about 35 min here)
 #   cold     make run with an empty cache (packages installed)
@@ -104,12 +105,19 @@ cold_of() { sed -n "s/^  $1: cold build *\([0-9.]*\) s (cpu .*/\1/p" "$table"; }
 cpu_of() { sed -n "s/^  $1: cold build .*(cpu \([0-9.]*\) s)$/\1/p" "$table"; }
 objects_of() { sed -n "s/^  $1: objects compiled *\([0-9]*\)$/\1/p" "$table"; }
 
-# variant NAME OPTIONS...: default.config without OPTIONS (each also
-# written as 'is not set'), to measure what they cost.
+# Our default x86_64 kernel's fragment: default.config and what x86_64 adds.
+ours_conf() {
+	cat "$repo/kconfigs/default.config" "$repo/kconfigs/x86_64/default.config" \
+		>"$cache/bench-ours.config"
+	echo "$cache/bench-ours.config"
+}
+
+# variant NAME OPTIONS...: ours without OPTIONS (each also written as
+# 'is not set'), to measure what they cost.
 variant() {
 	name=$1; shift
 	frag=$cache/bench-$name.config
-	cp kconfigs/default.config "$frag"
+	cp "$(ours_conf)" "$frag"
 	for o in "$@"; do
 		sed -i "/^CONFIG_$o=/d" "$frag"
 		echo "# CONFIG_$o is not set" >>"$frag"
@@ -131,8 +139,9 @@ ratio() {
 	TOUCH=lib/kunit/kunit-example-test.c
 	kbuild kunit.py-default "$anchor_conf"
 	TOUCH=kernel/tests/cpuhp_install_kunit.c
-	kbuild ours "$repo/kconfigs/default.config" CPUHP_KUNIT_GCOV=y
+	kbuild ours "$(ours_conf)" CPUHP_KUNIT_GCOV=y
 	INCR=0
+	rm -f "$cache/bench-ours.config"
 	a=$(cold_of kunit.py-default) o=$(cold_of ours)
 	ac=$(cpu_of kunit.py-default) oc=$(cpu_of ours)
 	say "ratio ours / kunit.py cold build" \
@@ -151,7 +160,7 @@ options() {
 		# shellcheck disable=SC2086 # a name and its options
 		set -- $v
 		name=$1
-		kbuild "ours@$name" "$repo/kconfigs/default.config" CPUHP_KUNIT_GCOV=y
+		kbuild "ours@$name" "$(ours_conf)" CPUHP_KUNIT_GCOV=y
 		kbuild "ours-$name" "$(variant "$@")" CPUHP_KUNIT_GCOV=y
 		say "  cost of what ours-$name drops (ours - it, pair)" \
 			"$(echo "$(cold_of "ours@$name") - $(cold_of "ours-$name")" | bc) s (cpu $(echo "$(cpu_of "ours@$name") - $(cpu_of "ours-$name")" | bc) s, objects $(($(objects_of "ours@$name") - $(objects_of "ours-$name"))))"

@@ -36,7 +36,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import gcov, run, tree, verdict  # noqa: E402
+from cpuhpk import arch, gcov, run, tree, verdict  # noqa: E402
 from cpuhpk.gcov import FileCov, pct  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,19 +50,22 @@ class SelftestError(tree.PrepareError):
 
 
 def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
-                    timeout: int) -> Dict[str, FileCov]:
+                    timeout: int, a: Optional[arch.Arch] = None) -> Dict[str, FileCov]:
     """The same kernel running upstream's cpu-on-off-test.sh -a instead of the suites."""
+    a = a or arch.get(arch.HOST)
     gcov.clear(build_dir)
     script = t.path / 'tools' / 'testing' / 'selftests' / 'cpu-hotplug' / 'cpu-on-off-test.sh'
     initrd = gcov.make_initramfs(build_dir / 'cpuhp-kunit' / 'selftest.cpio',
                                  gcov.SELFTEST_INIT,
                                  [('cpu-on-off-test.sh', script),
-                                  ('bin/bash', Path('/bin/bash-static'))])
+                                  ('bin/bash', arch.static_binary(a, 'bash-static',
+                                                                  'bin/bash-static'))],
+                                 gcov.busybox(a))
     console = out / 'selftest-console.log'
-    cmd = ['qemu-system-x86_64', '-nodefaults', '-m', '1024', '-smp', smp,
-           '-kernel', str(build_dir / 'arch' / 'x86' / 'boot' / 'bzImage'),
-           '-initrd', str(initrd), '-append', 'console=ttyS0 kunit.enable=0 panic=-1 rdinit=/init',
-           '-no-reboot', '-nographic', '-serial', 'stdio', '-bios', 'qboot.rom']
+    cmd = [f'qemu-system-{a.qemu_arch}', '-nodefaults', '-m', '1024', '-smp', smp,
+           '-kernel', str(build_dir / a.kernel_path), '-initrd', str(initrd),
+           '-append', f'console={a.console} kunit.enable=0 panic=-1 rdinit=/init',
+           '-no-reboot', '-nographic', '-serial', 'stdio', *a.qemu_params]
     tree.log('booting the same kernel with cpu-on-off-test.sh -a')
     with open(console, 'w') as f:
         try:
@@ -115,6 +118,7 @@ def topology_lines(infos: Sequence[Path]) -> List[str]:
 def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description='make run on the default kernel, coverage gated.')
     ap.add_argument('--kver', default='6.12')
+    ap.add_argument('--arch', choices=tuple(arch.ARCHES), default=arch.HOST)
     ap.add_argument('--smp', default='4')
     ap.add_argument('--timeout', default='600')
     ap.add_argument('--seed', default='0', help='cpuhp_stress seed (make run SEED=)')
@@ -123,11 +127,12 @@ def main(argv: Sequence[str]) -> int:
                     help='skip the cpu-on-off-test.sh anchor run')
     run.add_tree_arguments(ap)
     args = ap.parse_args(argv)
-    if int(args.smp) % 2:
+    if int(args.smp) % 2 and any(run.two_threads(x) for x in arch.get(args.arch).topologies):
         ap.error(f'make coverage boots the SMT guest too (two threads per core): '
                  f'SMP={args.smp} is odd')
     args.fixes = 0
-    return tree.locked(f'make coverage KVER={args.kver}', lambda: coverage(args))
+    return tree.locked(f'make coverage KVER={args.kver} ARCH={args.arch}',
+                       lambda: coverage(args))
 
 
 def coverage(args: argparse.Namespace) -> int:
@@ -137,17 +142,19 @@ def coverage(args: argparse.Namespace) -> int:
     except tree.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
-    out = run.out_dir(args.kver, 'default', False, user, int(args.smp))
+    a = arch.get(args.arch)
+    out = run.out_dir(args.kver, 'default', False, user, int(args.smp), arch_name=a.name)
     rc = 0
     infos: List[Path] = []
     problems: List[verdict.Problem] = []
-    for topology in run.TOPOLOGIES:
-        rc |= run.main(['--kver', args.kver, '--smp', args.smp, '--timeout', args.timeout,
+    for topology in a.topologies:
+        rc |= run.main(['--kver', args.kver, '--arch', a.name, '--smp', args.smp,
+                        '--timeout', args.timeout,
                         '--seed', args.seed, '--stress-ops', args.stress_ops,
                         '--topology', topology, '--filter', TOPOLOGY_FILTERS.get(topology, ''),
                         *run.tree_arguments(args)])
         info = run.out_dir(args.kver, 'default', False, user, int(args.smp),
-                           topology) / 'coverage.info'
+                           topology, a.name) / 'coverage.info'
         if info.is_file():
             infos.append(info)
         else:
@@ -164,14 +171,14 @@ def coverage(args: argparse.Namespace) -> int:
     if files and args.selftest:
         try:
             t = run.prepare_tree(args, user)
-            anchor = selftest_anchor(t, run.build_dir_of(t, 'default'), out, args.smp,
-                                     int(args.timeout))
+            anchor = selftest_anchor(t, run.build_dir_of(t, 'default', a.name), out,
+                                     args.smp, int(args.timeout), a)
         except SelftestError as e:
             problems.append(verdict.Problem('selftest', '', str(e)))
         except (tree.PrepareError, subprocess.CalledProcessError) as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     if files:
-        limits = gcov.thresholds_path(args.kver)
+        limits = gcov.thresholds_path(args.kver, a)
         text = (topology_lines(infos) + gcov.summary(files, limits) +
                 (anchor_lines(files, anchor) if anchor is not None else []))
         (out / 'summary.txt').write_text('\n'.join(text) + '\n')
@@ -182,7 +189,8 @@ def coverage(args: argparse.Namespace) -> int:
                          gcov.gate_functions(files, gcov.read_function_thresholds(limits))]
         else:
             problems.append(verdict.Problem('coverage', '', f'no coverage gate for KVER='
-                                            f'{args.kver}: {limits} does not exist'))
+                                            f'{args.kver} ARCH={a.name}: {limits} does not '
+                                            'exist'))
         tree.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)

@@ -1,8 +1,8 @@
 """CONFIG=debian: the kernel as Debian configures it, its built-in part.
 
 linux-config-<KVER> (a Debian package, installed like every other) holds
-the configuration Debian builds its amd64 kernel with
-(config.amd64_none_amd64.xz). Its modules are left out (every =m turned
+the configuration Debian builds its kernels with, one per architecture
+(config.amd64_none_amd64.xz, ARCH=arm64: config.arm64_none_arm64.xz). Its modules are left out (every =m turned
 off: the kernel as Debian boots it before it loads a module); on top,
 kconfigs/debian.config adds what the suites need (KUnit and our suites,
 hotplug state control, gcov) and what a build outside Debian's packaging
@@ -25,10 +25,8 @@ import subprocess
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-from cpuhpk import tree
+from cpuhpk import arch, tree
 
-# Debian's configuration of the amd64 kernel (not the cloud or rt flavour).
-FLAVOUR = 'config.amd64_none_amd64.xz'
 PACKAGES = ('openssl',)   # Debian's config signs modules: the build makes a key
 
 _MODULE = re.compile(r'^(CONFIG_[A-Za-z0-9_]+)=m$')
@@ -38,8 +36,9 @@ def package(kver: str) -> str:
     return f'linux-config-{kver}'
 
 
-def source_config(kver: str) -> Path:
-    return Path('/usr/src') / package(kver) / FLAVOUR
+def source_config(kver: str, a: arch.Arch) -> Path:
+    """Debian's configuration of @a's kernel (not the cloud or rt flavour)."""
+    return Path('/usr/src') / package(kver) / f'config.{a.deb}_none_{a.deb}.xz'
 
 
 def builtin_only(text: str) -> str:
@@ -58,14 +57,15 @@ def counts(text: str) -> Tuple[int, int]:
             sum(1 for x in lines if _MODULE.match(x)))
 
 
-def base(t: tree.Tree, fragments: Sequence[Path], make_options: Sequence[str]) -> Path:
+def base(t: tree.Tree, fragments: Sequence[Path], make_options: Sequence[str],
+         a: arch.Arch) -> Path:
     """The resolved .config of Debian's built-in configuration plus @fragments.
 
     Resolved with make olddefconfig in the cache; reused while Debian's
     configuration, @fragments and the tree are the same.
     """
     tree.ensure_packages([package(t.kver), *PACKAGES])
-    src = source_config(t.kver)
+    src = source_config(t.kver, a)
     if not src.is_file():
         raise tree.PrepareError(f'{src}: not in {package(t.kver)} (its flavours: '
                                 f'{" ".join(p.name for p in src.parent.glob("config.*"))})')
@@ -73,14 +73,14 @@ def base(t: tree.Tree, fragments: Sequence[Path], make_options: Sequence[str]) -
     for f in fragments:
         merged += f.read_text()
     key = hashlib.sha256(f'{t.build_key}\n{merged}'.encode()).hexdigest()[:12]
-    work = tree.cache_root() / f'debian-config-{t.build_key}'
+    work = tree.cache_root() / f'debian-config-{t.build_key}{a.out_suffix}'
     resolved = work / f'debian-{key}.config'
     if resolved.is_file():
         return resolved
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     (work / '.config').write_text(merged)
-    res = subprocess.run(['make', '-C', str(t.path), f'O={work}', 'ARCH=x86_64',
+    res = subprocess.run(['make', '-C', str(t.path), f'O={work}', *arch.make_arguments(a),
                           *make_options, 'olddefconfig'],
                          capture_output=True, text=True, check=False, timeout=600)
     if res.returncode != 0:

@@ -38,7 +38,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import hygiene, ktap, tree, verdict  # noqa: E402
+from cpuhpk import arch, hygiene, ktap, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # What the initramfs and the reports need (bash-static: the selftest anchor).
@@ -53,9 +53,11 @@ CORE_FUNCTIONS = re.compile(
 BEGIN, END, BASE64_LINE = hygiene.GCOV_BEGIN, hygiene.GCOV_END, hygiene.BASE64_LINE
 
 
-def thresholds_path(kver: str) -> Path:
-    """The coverage gate of one kernel series: tools/coverage-thresholds-<KVER>."""
-    return REPO / 'tools' / f'coverage-thresholds-{kver}'
+def thresholds_path(kver: str, a: Optional[arch.Arch] = None) -> Path:
+    """The coverage gate of one kernel series: tools/coverage-thresholds-<KVER>,
+    on another architecture than x86_64 tools/coverage-thresholds-<KVER>-<ARCH>."""
+    suffix = (a or arch.get(arch.HOST)).out_suffix
+    return REPO / 'tools' / f'coverage-thresholds-{kver}{suffix}'
 
 
 SYSFS_TEST = REPO / 'kunit' / 'cpuhp_sysfs_test.sh'
@@ -104,16 +106,24 @@ echo "cpuhp-kunit: selftest exit $?"
 
 QEMU_CONFIG = '''from ..qemu_config import QemuArchParams
 
-# x86_64 as kunit.py's own, plus the initramfs; see tools/cpuhpk/coverage.py.
-QEMU_ARCH = QemuArchParams(linux_arch='x86_64',
+# {arch} as kunit.py's own, plus the initramfs; see tools/cpuhpk/arch.py.
+QEMU_ARCH = QemuArchParams(linux_arch={arch!r},
 			   kconfig="""
-CONFIG_SERIAL_8250=y
-CONFIG_SERIAL_8250_CONSOLE=y""",
-			   qemu_arch='x86_64',
-			   kernel_path='arch/x86/boot/bzImage',
-			   kernel_command_line='console=ttyS0 kunit_shutdown=none rdinit=/init --',
-			   extra_qemu_params=['-bios', 'qboot.rom', '-initrd', {initrd!r}])
+{serial}""",
+			   qemu_arch={qemu_arch!r},
+			   kernel_path={kernel_path!r},
+			   kernel_command_line={cmdline!r},
+			   extra_qemu_params={params!r})
 '''
+
+
+def qemu_config(a: arch.Arch, initrd: Path) -> str:
+    """kunit.py's --qemu_config for @a booting @initrd after the suites."""
+    return QEMU_CONFIG.format(
+        arch=a.name, serial=a.serial_kconfig, qemu_arch=a.qemu_arch,
+        kernel_path=a.kernel_path,
+        cmdline=f'console={a.console} kunit_shutdown=none rdinit=/init --',
+        params=[*a.qemu_params, '-initrd', str(initrd)])
 
 
 def userspace_cases(filter_glob: str) -> List[str]:
@@ -123,29 +133,37 @@ def userspace_cases(filter_glob: str) -> List[str]:
                             filter_glob).get(SYSFS_SUITE, [])
 
 
-def guest(build_dir: Path, filter_glob: str) -> Path:
-    """The initramfs and kunit.py --qemu_config of a run; returns the latter.
+def guest(build_dir: Path, filter_glob: str, a: Optional[arch.Arch] = None) -> Path:
+    """The initramfs and kunit.py --qemu_config of a run on @a; returns the latter.
 
     Written into @build_dir (the kernel they belong to); the sysfs test runs
     with the cases @filter_glob selects, not at all when it selects none.
     """
+    a = a or arch.get(arch.HOST)
     where = build_dir / 'cpuhp-kunit'
     where.mkdir(parents=True, exist_ok=True)
     cases = userspace_cases(filter_glob)
     tests = f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}" if cases else ':'
     initrd = make_initramfs(where / 'initramfs.cpio', INIT.format(tests=tests),
-                            [('cpuhp_sysfs_test.sh', SYSFS_TEST)] if cases else [])
-    qemu_config = where / 'x86_64_gcov.py'
-    qemu_config.write_text(QEMU_CONFIG.format(initrd=str(initrd)))
-    return qemu_config
+                            [('cpuhp_sysfs_test.sh', SYSFS_TEST)] if cases else [],
+                            busybox(a))
+    config = where / f'{a.name}_gcov.py'
+    config.write_text(qemu_config(a, initrd))
+    return config
 
 
-def make_initramfs(dest: Path, init_text: str, extra: Sequence[Tuple[str, Path]] = ()) -> Path:
-    """A newc cpio with busybox, /init and @extra (name in the image, source)."""
+def busybox(a: arch.Arch) -> Path:
+    """Debian's static busybox for @a (busybox-static)."""
+    return arch.static_binary(a, 'busybox-static', 'bin/busybox')
+
+
+def make_initramfs(dest: Path, init_text: str, extra: Sequence[Tuple[str, Path]] = (),
+                   busybox_path: Path = Path('/bin/busybox')) -> Path:
+    """A newc cpio with @busybox_path, /init and @extra (name in the image, source)."""
     stage = dest.with_suffix('')
     shutil.rmtree(stage, ignore_errors=True)
     (stage / 'bin').mkdir(parents=True)
-    shutil.copy2('/bin/busybox', stage / 'bin' / 'busybox')
+    shutil.copy2(busybox_path, stage / 'bin' / 'busybox')
     names = ['init', 'bin', 'bin/busybox']
     for name, src in extra:
         shutil.copy2(src, stage / name)
@@ -445,7 +463,8 @@ def lcov(*args: str) -> str:
     return res.stdout
 
 
-def report(out: Path, build_dir: Path, src: Path, kver: str) -> Dict[str, FileCov]:
+def report(out: Path, build_dir: Path, src: Path, kver: str,
+           a: Optional[arch.Arch] = None) -> Dict[str, FileCov]:
     """The gcov data of out/console.log as out/coverage.info, summary.txt, html/.
 
     Stale .gcda files of an earlier run must have been removed from
@@ -456,7 +475,7 @@ def report(out: Path, build_dir: Path, src: Path, kver: str) -> Dict[str, FileCo
     files = capture(build_dir, src, out, 'coverage')
     (out / 'coverage-all.info').unlink(missing_ok=True)
     genhtml(out / 'coverage.info', out / 'html')
-    text = summary(files, thresholds_path(kver))
+    text = summary(files, thresholds_path(kver, a))
     (out / 'summary.txt').write_text('\n'.join(text) + '\n')
     return files
 

@@ -35,7 +35,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import junit, run, tree, usertree, verdict  # noqa: E402
+from cpuhpk import arch, junit, run, tree, usertree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
@@ -156,6 +156,7 @@ def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description='Mutation testing of the suites.')
     ap.add_argument('--mutants', type=Path, default=REPO / 'mutants')
     ap.add_argument('--kver', default='6.12')
+    ap.add_argument('--arch', choices=tuple(arch.ARCHES), default=arch.HOST)
     ap.add_argument('--smp', default='4')
     ap.add_argument('--filter', default='')
     ap.add_argument('--timeout', default='',
@@ -240,13 +241,13 @@ def shard(patches: Sequence[Path], spec: str) -> List[Path]:
 
 
 def out_base(kver: str, config: str, shard_spec: str,
-             user: Optional[usertree.Resolved] = None) -> Path:
-    """out/<KVER>[-<CONFIG>]-mutate[-<I>of<N>]: shards run on one machine keep apart.
+             user: Optional[usertree.Resolved] = None, arch_name: str = arch.HOST) -> Path:
+    """out/<KVER>[-<CONFIG>][-arm64]-mutate[-<I>of<N>]: shards run on one machine keep apart.
 
     TREE=: out/tree-<name>-<rev>[-<CONFIG>]-mutate[-<I>of<N>].
     """
     part = f"-{shard_spec.replace('/', 'of')}" if shard_spec else ''
-    runs = run.out_dir(kver, config, False, user)
+    runs = run.out_dir(kver, config, False, user, arch_name=arch_name)
     return runs.with_name(f'{runs.name}-mutate{part}')
 
 
@@ -294,11 +295,12 @@ def baseline(run_args: List[str], out: Path) -> Tuple[Optional[float], str]:
 
 def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
     t = run.prepare_tree(args, args.user)
-    run_args = ['--kver', args.kver, '--smp', args.smp, '--filter', args.filter,
+    run_args = ['--kver', args.kver, '--arch', args.arch, '--smp', args.smp,
+                '--filter', args.filter,
                 '--config', args.config, '--seed', args.seed,
                 '--stress-ops', args.stress_ops, '--strict', args.strict, '--no-coverage-report',
                 *run.tree_arguments(args)]
-    base = out_base(args.kver, args.config, args.shard, args.user)
+    base = out_base(args.kver, args.config, args.shard, args.user, args.arch)
     secs, why = baseline(run_args, base / 'baseline')
     if secs is None:
         print(f'cpuhp-kunit: error: {why}', file=sys.stderr)
@@ -316,7 +318,7 @@ def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
         print(f'{o.mutant:45} {o.verdict:15} {o.seconds:5.0f}s  {o.by}', flush=True)
         if o.detail:
             print('\n'.join(f'    {ln}' for ln in o.detail.splitlines()[:10]), flush=True)
-    return report(outcomes, base, {'kver': args.kver, 'config': args.config,
+    return report(outcomes, base, {'kver': args.kver, 'arch': args.arch, 'config': args.config,
                                    'strict': args.strict, 'shard': args.shard,
                                    'total': args.total})
 

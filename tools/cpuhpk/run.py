@@ -41,8 +41,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import (debian, gcov, hostctl, junit, ktap, page, states, tree,  # noqa: E402
-                    usertree, verdict)
+from cpuhpk import (arch, debian, gcov, hostctl, junit, ktap, page, states,  # noqa: E402
+                    tree, usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -104,15 +104,16 @@ def signals_deferred() -> Iterator[None]:
 
 def out_dir(kver: str, config: str, fixes: bool = False,
             user: Optional[usertree.Resolved] = None, smp: int = DEFAULT_SMP,
-            topology: str = 'flat') -> Path:
-    """out/<KVER>[-<CONFIG>][-smp<N>][-smt][-fixes]; TREE=: out/tree-<name>-<rev>[...] alike.
+            topology: str = 'flat', arch_name: str = arch.HOST) -> Path:
+    """out/<KVER>[-<CONFIG>][-arm64][-smp<N>][-smt][-fixes]; TREE=: out/tree-<name>-<rev>[...] alike.
 
-    -smp<N> only for another CPU count than the default, -smt for two
-    threads per core: the same kernel booted otherwise is another run, not
-    a replacement.
+    -arm64 for another architecture than x86_64, -smp<N> only for another
+    CPU count than the default, -smt for two threads per core: the same
+    kernel booted otherwise is another run, not a replacement.
     """
     base = f'tree-{user.name}-{user.short}' if user is not None else kver
     name = base if config == 'default' else f'{base}-{config}'
+    name += arch.get(arch_name).out_suffix
     if smp != DEFAULT_SMP:
         name += f'-smp{smp}'
     if topology != 'flat':
@@ -198,9 +199,9 @@ def prepare_tree(args: argparse.Namespace, user: Optional[usertree.Resolved]) ->
     return tree.prepare(args.kver, REPO, bool(args.fixes))
 
 
-def build_dir_of(t: tree.Tree, config: str) -> Path:
-    """The cached build directory of @config's kernel."""
-    return tree.cache_root() / f'build-{t.build_key}-{config}'
+def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST) -> Path:
+    """The cached build directory of @config's kernel for @arch_name."""
+    return tree.cache_root() / f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
 
 
 def fragment(config: str) -> Path:
@@ -212,32 +213,35 @@ def fragment(config: str) -> Path:
     return path
 
 
-def fragments(config: str, kver: str) -> List[Path]:
-    """The kconfigs/ fragments of CONFIG=@config on series @kver, in order.
+def fragments(config: str, kver: str, arch_name: str = arch.HOST) -> List[Path]:
+    """The kconfigs/ fragments of CONFIG=@config on series @kver and @arch_name, in order.
 
     Every kernel builds on default.config, or on debian.config when @config
     names debian (Debian's own configuration, resolved by debian.base());
     'a+b' adds a's fragment, then b's (CONFIG=rt+debug: PREEMPT_RT with
     lockdep). kconfigs/<KVER>/<name>.config, when it exists, follows
     <name>'s: what only that series has (6.12's buddy hard-lockup
-    detector), as mutants/<KVER>/ does for mutants.
+    detector), as mutants/<KVER>/ does for mutants; then
+    kconfigs/<ARCH>/<name>.config: what only that architecture has (x86's
+    hypervisor guest support).
     """
     names = config.split('+')
     first = 'debian' if 'debian' in names else 'default'
     out: List[Path] = []
     for name in [first] + [c for c in names if c not in ('default', 'debian')]:
         out.append(fragment(name))
-        extra = REPO / 'kconfigs' / kver / f'{name}.config'
-        if extra.is_file():
-            out.append(extra)
+        for sub in (kver, arch_name):
+            extra = REPO / 'kconfigs' / sub / f'{name}.config'
+            if extra.is_file():
+                out.append(extra)
     return out
 
 
-def kernel_fragments(t: tree.Tree, config: str) -> List[Path]:
+def kernel_fragments(t: tree.Tree, config: str, arch_name: str = arch.HOST) -> List[Path]:
     """fragments(), with Debian's resolved configuration first for CONFIG=debian."""
-    frags = fragments(config, t.kver)
+    frags = fragments(config, t.kver, arch_name)
     if 'debian' in config.split('+'):
-        return [debian.base(t, frags, MAKE_OPTIONS), *frags]
+        return [debian.base(t, frags, MAKE_OPTIONS, arch.get(arch_name)), *frags]
     return frags
 
 
@@ -271,34 +275,37 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
     """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest()),
     @control serves the guest's hot-add requests (TOPOLOGY=hotplug), @frags
     are the kconfigs (default: kernel_fragments())."""
+    a = arch.get(getattr(args, 'arch', arch.HOST))
     qemu = f'-smp {smp_arg(args.smp, getattr(args, "topology", "flat"))}'
     if control is not None:
         qemu += f' {control.qemu_args()}'
     cmd = [sys.executable, str(t.kunit_py), 'run',
-           *[f'--kunitconfig={f}' for f in (frags or kernel_fragments(t, args.config))],
+           *[f'--kunitconfig={f}' for f in (frags or kernel_fragments(t, args.config, a.name))],
            f'--build_dir={build_dir}',
            f'--jobs={args.jobs}', f'--timeout={args.timeout}',
            f'--qemu_args={qemu}', f'--json={out / "results.json"}']
     cmd += [f'--make_options={o}' for o in MAKE_OPTIONS]
     cmd.append(f'--qemu_config={qemu_config}')
-    cmd += [f'--kernel_args={a}' for a in KERNEL_ARGS]
-    cmd += [f'--kernel_args={a}'
-            for a in TOPOLOGY_KERNEL_ARGS.get(getattr(args, 'topology', 'flat'), ())]
+    if a.cross_compile:
+        cmd.append(f'--cross_compile={a.cross_compile}')
+    cmd += [f'--kernel_args={k}' for k in KERNEL_ARGS]
+    cmd += [f'--kernel_args={k}'
+            for k in TOPOLOGY_KERNEL_ARGS.get(getattr(args, 'topology', 'flat'), ())]
     if control is not None:
         cmd.append(f'--kernel_args={hostctl.KERNEL_ARG}')
     if args.strict:
-        cmd += [f'--kernel_args={a}' for a in STRICT_KERNEL_ARGS]
-    cmd += [f'--kernel_args={a}' for a in stress_kernel_args(args)]
+        cmd += [f'--kernel_args={k}' for k in STRICT_KERNEL_ARGS]
+    cmd += [f'--kernel_args={k}' for k in stress_kernel_args(args)]
     if args.filter:
         cmd.append(args.filter)
     return cmd
 
 
 def coverage_report(out: Path, build_dir: Path, src: Path, kver: str,
-                    v: verdict.Verdict) -> verdict.Verdict:
+                    v: verdict.Verdict, a: Optional[arch.Arch] = None) -> verdict.Verdict:
     """out/coverage.info and its reports; no gcov data is red when nothing else is."""
     try:
-        gcov.report(out, build_dir, src, kver)
+        gcov.report(out, build_dir, src, kver, a)
     except tree.PrepareError as e:
         if not v.ok:
             tree.log(f'no coverage report: {e}')
@@ -681,6 +688,9 @@ def fail_early(out: Path, category: str, message: str, context: Dict[str, str]) 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--kver', default='6.12')
+    ap.add_argument('--arch', choices=tuple(arch.ARCHES), default=arch.HOST,
+                    help='the architecture to build and boot (arm64: cross-compiled, '
+                    'qemu-system-aarch64 virt)')
     ap.add_argument('--smp', type=int, default=DEFAULT_SMP)
     ap.add_argument('--topology', choices=TOPOLOGIES, default='flat',
                     help='smt, nosmt, nosmt-force: two threads per core (needs an even --smp)')
@@ -734,8 +744,8 @@ def judge_file(args: argparse.Namespace) -> int:
     """make judge: the verdict of a console log captured elsewhere."""
     out = args.out or REPO / 'out' / 'judge'
     userspace = bool(args.userspace and gcov.userspace_cases(args.filter))
-    context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
-               'topology': args.topology,
+    context = {'kver': args.kver, 'arch': args.arch, 'config': args.config,
+               'smp': str(args.smp), 'topology': args.topology,
                'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge),
                'userspace': str(int(userspace)), 'commit': commit()}
     tree.log('judging as make run would: the user-space suite ' + (
@@ -784,6 +794,10 @@ def main(argv: Sequence[str]) -> int:
     if two_threads(args.topology) and args.smp % 2:
         parser().error(f'TOPOLOGY={args.topology} puts two threads in each core: '
                        f'SMP={args.smp} is odd')
+    if args.topology not in arch.get(args.arch).topologies:
+        parser().error(f'TOPOLOGY={args.topology} is not possible on ARCH={args.arch} '
+                       f'(it has: {" ".join(arch.get(args.arch).topologies)}; '
+                       'tools/cpuhpk/arch.py says why)')
     if args.judge is not None:
         return judge_file(args)
     try:
@@ -793,9 +807,9 @@ def main(argv: Sequence[str]) -> int:
         return fail_early(args.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
                           {'tree': str(args.tree), 'rev': args.rev, 'commit': commit()})
     out = args.out or out_dir(args.kver, args.config, bool(args.fixes), user, args.smp,
-                              args.topology)
-    context = {'kver': args.kver, 'config': args.config, 'smp': str(args.smp),
-               'topology': args.topology,
+                              args.topology, args.arch)
+    context = {'kver': args.kver, 'arch': args.arch, 'config': args.config,
+               'smp': str(args.smp), 'topology': args.topology,
                'filter': args.filter, 'fixes': str(args.fixes), 'strict': str(args.strict),
                'commit': commit(), **tree_context(user)}
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -826,22 +840,24 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
         if exp.cases == {}:
             return fail_early(out, 'missing', f'FILTER={args.filter} matches no case of the '
                               'kunit/ suites', context)
-        fragments(args.config, args.kver)
-        tree.ensure_packages(gcov.PACKAGES)
+        a = arch.get(args.arch)
+        fragments(args.config, args.kver, a.name)
+        tree.ensure_packages([*gcov.PACKAGES, *a.packages])
         t = prepare_tree(args, user)
-        frags = kernel_fragments(t, args.config)    # CONFIG=debian: resolved here
+        frags = kernel_fragments(t, args.config, a.name)    # CONFIG=debian: resolved here
+        qemu_config = gcov.guest(build_dir_of(t, args.config, a.name), args.filter, a)
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    build_dir = build_dir_of(t, args.config)
+    build_dir = build_dir_of(t, args.config, a.name)
     build_dir.mkdir(parents=True, exist_ok=True)
     test_log = build_dir / 'test.log'
     test_log.unlink(missing_ok=True)     # never judge a previous run's console
     gcov.clear(build_dir)                # nor count a previous run's coverage
 
-    tree.log(f'linux {t.version} ({t.package}) in {t.path}, SMP={args.smp}, '
+    tree.log(f'linux {t.version} ({t.package}) in {t.path}, ARCH={a.name}, SMP={args.smp}, '
              f'CONFIG={args.config}, FILTER={args.filter or "*"}')
     if user is not None:
         tree.log(f'testing {user.describe()}')
@@ -850,8 +866,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     if args.topology == 'hotplug':
         control = hostctl.Control(build_dir / 'cpuhp-kunit', out / 'hostctl.log')
         control.start()
-    cmd = kunit_command(t, args, build_dir, out, gcov.guest(build_dir, args.filter), control,
-                        frags)
+    cmd = kunit_command(t, args, build_dir, out, qemu_config, control, frags)
     try:
         rc, killed_after = run_kunit(cmd, t.path,
                                      out / 'kunit.log', BUILD_TIMEOUT + args.timeout + 60)
@@ -864,7 +879,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
                  (out / 'kunit.log').read_text(errors='replace'), out / 'results.json',
                  t.kunit_py)
     if args.coverage_report:
-        v = coverage_report(out, build_dir, t.path, args.kver, v)
+        v = coverage_report(out, build_dir, t.path, args.kver, v, a)
     page.write_run(out)     # with the coverage and the state map
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
              f'{out / "index.html"}')

@@ -223,7 +223,7 @@ class InfoTest(unittest.TestCase):
                     (out / 'coverage.info').write_text(INFO)
                 return 0
 
-            def fake_out(*a: object) -> Path:
+            def fake_out(*a: object, **kw: object) -> Path:
                 return Path(d, str(a[5]) if len(a) > 5 else 'flat')
 
             with mock.patch.object(run, 'main', side_effect=fake_run) as m, \
@@ -231,7 +231,8 @@ class InfoTest(unittest.TestCase):
                     mock.patch.object(run, 'add_problems') as add:
                 add.return_value = verdict.Verdict()
                 args = argparse.Namespace(
-                    kver='6.12', smp='4', timeout='600', seed='0', stress_ops='0',
+                    kver='6.12', arch='x86_64', smp='4', timeout='600', seed='0',
+                    stress_ops='0',
                     selftest=False, tree=None, good=None, series=None)
                 with mock.patch.object(run, 'resolve_user', return_value=None), \
                         mock.patch.object(run, 'tree_arguments', return_value=[]), \
@@ -271,8 +272,9 @@ class GuestTest(unittest.TestCase):
 
     def init_of(self, filter_glob: str) -> str:
         with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(gcov, 'busybox', return_value=Path('/bin/busybox')), \
                 mock.patch.object(gcov, 'make_initramfs',
-                                  side_effect=lambda dest, text, extra=(): dest) as mk:
+                                  side_effect=lambda dest, text, extra=(), bb=None: dest) as mk:
             qemu = gcov.guest(Path(tmp), filter_glob)
             self.assertIn("'-initrd'", qemu.read_text())
             self.assertIn('kunit_shutdown=none rdinit=/init --', qemu.read_text())

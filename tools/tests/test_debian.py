@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import debian, run, tree
+from cpuhpk import arch, debian, run, tree
 
 
 class BuiltinOnlyTest(unittest.TestCase):
@@ -32,10 +32,16 @@ class BuiltinOnlyTest(unittest.TestCase):
             (Path(d) / 'config.amd64_rt_amd64.xz').write_bytes(b'')
             with mock.patch.object(tree, 'ensure_packages'), \
                     mock.patch.object(debian, 'source_config',
-                                      return_value=Path(d) / debian.FLAVOUR):
+                                      return_value=Path(d) / 'config.amd64_none_amd64.xz'):
                 with self.assertRaisesRegex(tree.PrepareError,
                                             'not in linux-config-6.12.*config.amd64_rt_amd64.xz'):
-                    debian.base(t, [], [])
+                    debian.base(t, [], [], arch.get('x86_64'))
+
+    def test_each_architecture_has_its_flavour(self) -> None:
+        self.assertEqual(debian.source_config('6.12', arch.get('arm64')).name,
+                         'config.arm64_none_arm64.xz')
+        self.assertEqual(debian.source_config('6.1', arch.get('x86_64')),
+                         Path('/usr/src/linux-config-6.1/config.amd64_none_amd64.xz'))
 
 
 if __name__ == '__main__':

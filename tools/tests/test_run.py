@@ -352,6 +352,7 @@ class CommandTest(unittest.TestCase):
         self.assertNotIn('--arch=x86_64', cmd)
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
                          [f'--kunitconfig={run.REPO}/kconfigs/default.config',
+                          f'--kunitconfig={run.REPO}/kconfigs/x86_64/default.config',
                           f'--kunitconfig={run.REPO}/kconfigs/debug.config'])
 
     def test_fragments_combine_in_order(self) -> None:
@@ -359,13 +360,15 @@ class CommandTest(unittest.TestCase):
         cmd = self.command('--config', 'rt+debug')
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
                          [f'--kunitconfig={run.REPO}/kconfigs/{n}.config'
-                          for n in ('default', 'rt', 'debug')])
+                          for n in ('default', 'x86_64/default', 'rt', 'debug')])
         cmd = self.command('--config', 'sanitizers')
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
                          [f'--kunitconfig={run.REPO}/kconfigs/{n}.config'
-                          for n in ('default', 'sanitizers', '6.12/sanitizers')])
+                          for n in ('default', 'x86_64/default', 'sanitizers',
+                                    '6.12/sanitizers')])
         self.assertEqual(run.fragments('sanitizers', '6.1'),
-                         [run.REPO / 'kconfigs' / f'{n}.config' for n in ('default', 'sanitizers')])
+                         [run.REPO / 'kconfigs' / f'{n}.config'
+                          for n in ('default', 'x86_64/default', 'sanitizers')])
         for bad in ('rt+', 'nosuch', 'rt+nosuch'):
             with self.assertRaisesRegex(tree.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
                 run.fragments(bad, '6.12')
