@@ -550,7 +550,7 @@ static int cpuhp_rollback_real_suspend(struct kunit *test)
 
 	/* Set by suspend_set_ops() when the platform can suspend to RAM. */
 	if (!mem_sleep_states[PM_SUSPEND_MEM])
-		kunit_skip(test, "needs suspend to RAM (ACPI S3)");
+		kunit_skip(test, "needs suspend to RAM (ACPI S3, PSCI SYSTEM_SUSPEND)");
 	flags = lock_system_sleep();
 	pm_test_level = TEST_CPUS;
 	ret = suspend_devices_and_enter(PM_SUSPEND_MEM);

@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_forceoff nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays boot_cpu_goes_and_comes_back hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_forceoff nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -136,12 +136,30 @@ bad_fail_input() {
 	expect "cpu$cpu fail" "$(cat "$f")" -1
 }
 
-# The boot CPU cannot go offline on x86: no online file, or the write fails.
+# Whether the boot CPU is hotpluggable, as the kernel says: register_cpu()
+# disables a CPU device's offline unless the architecture calls the CPU
+# hotpluggable, and only then does the device get an online file. Never on
+# x86 (6.12: arch_cpu_is_hotpluggable() is cpu > 0; 6.1: not without
+# cpu0_hotplug), on arm64 whenever PSCI can take it down (cpu_can_disable()).
+boot_cpu_hotpluggable() {
+	[ -e "$SYS/cpu0/online" ]
+}
+
+# A boot CPU that is not hotpluggable stays online.
 boot_cpu_stays() {
-	if [ -e "$SYS/cpu0/online" ]; then
-		write "$SYS/cpu0/online" 0 "Operation not permitted\|Device or resource busy"
-	fi
 	expect "cpu0 state" "$(cat "$SYS/cpu0/hotplug/state")" "$(state_nr online)"
+}
+
+# A hotpluggable boot CPU goes offline through its online file (another
+# CPU is then the one the others are controlled from) and comes back.
+boot_cpu_goes_and_comes_back() {
+	write "$SYS/cpu0/online" 0 &&
+		expect "cpu0 state after offline" "$(cat "$SYS/cpu0/hotplug/state")" \
+			"$(state_nr offline)" &&
+		expect "cpu0/online after offline" "$(cat "$SYS/cpu0/online")" 0 &&
+		write "$SYS/cpu0/online" 1 &&
+		expect "cpu0 state after online" "$(cat "$SYS/cpu0/hotplug/state")" \
+			"$(state_nr online)"
 }
 
 # Hibernation as far as the power management test level $1 goes
@@ -673,7 +691,21 @@ for c in $CASES; do
 		echo "    ok $n $c # SKIP needs two online CPUs"
 		continue
 	fi
-	case $c in hibernate_*)
+	case $c in boot_cpu_stays)
+		if boot_cpu_hotpluggable; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP the boot CPU is hotpluggable here (cpu0/online exists)"
+			continue
+		fi
+		;;
+	boot_cpu_goes_and_comes_back)
+		if ! boot_cpu_hotpluggable; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP the boot CPU is not hotpluggable here (no cpu0/online)"
+			continue
+		fi
+		;;
+	hibernate_*)
 		if [ "$(can_suspend)" = 0 ]; then
 			n=$((n + 1))
 			echo "    ok $n $c # SKIP needs /sys/power/pm_test (CONFIG_PM_DEBUG) and disk in /sys/power/state (CONFIG_HIBERNATION)"
@@ -683,7 +715,7 @@ for c in $CASES; do
 	suspend_*)
 		if [ "$(can_suspend_mem)" = 0 ]; then
 			n=$((n + 1))
-			echo "    ok $n $c # SKIP needs /sys/power/pm_test (CONFIG_PM_DEBUG) and deep in /sys/power/mem_sleep (ACPI S3)"
+			echo "    ok $n $c # SKIP needs /sys/power/pm_test (CONFIG_PM_DEBUG) and deep in /sys/power/mem_sleep (ACPI S3, PSCI SYSTEM_SUSPEND)"
 			continue
 		fi
 		;;

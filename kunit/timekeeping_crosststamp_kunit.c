@@ -64,6 +64,9 @@
 #include <linux/timekeeping.h>
 #include <linux/timex.h>
 #include <linux/version.h>
+#ifdef CONFIG_ARM_ARCH_TIMER
+#include <asm/arch_timer.h>
+#endif
 
 #include "cpuhp_kunit_compat.h"
 
@@ -390,14 +393,20 @@ static u64 crosststamp_test_cs_read(struct clocksource *cs)
 KUNIT_DEFINE_ACTION_WRAPPER(crosststamp_unregister_cs, clocksource_unregister,
 			    struct clocksource *);
 
-/* The test clocksources count the TSC: skip without one of known frequency. */
+/*
+ * The test clocksources count the CPU's cycle counter, get_cycles(): the TSC
+ * on x86, the architected counter (CNTVCT_EL0, whose frequency CNTFRQ_EL0
+ * gives) on arm64. Skip without one of known frequency.
+ */
 static void crosststamp_need_tsc(struct kunit *test)
 {
-#ifdef CONFIG_X86_TSC
+#if defined(CONFIG_X86_TSC)
 	crosststamp_tsc_khz = tsc_khz;
+#elif defined(CONFIG_ARM_ARCH_TIMER)
+	crosststamp_tsc_khz = arch_timer_get_cntfrq() / 1000;
 #endif
 	if (!crosststamp_tsc_khz)
-		kunit_skip(test, "no TSC of known frequency to back a test clocksource");
+		kunit_skip(test, "no cycle counter of known frequency to back a test clocksource");
 }
 
 /*

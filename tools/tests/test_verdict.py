@@ -186,7 +186,7 @@ class SkipTest(unittest.TestCase):
     def test_table_errors(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / 'expected-skips'
-            for text in ('a | b\n', 'a.* | arch=x86 | r | w\n'):
+            for text in ('a | b\n', 'a.* | cpu=x86 | r | w\n'):
                 path.write_text(text)
                 with self.assertRaises(ValueError):
                     verdict.read_expected_skips(path)

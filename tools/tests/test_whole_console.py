@@ -255,6 +255,15 @@ class KnownFailureScopeTest(unittest.TestCase):
         self.assertEqual([p.name for p in v.not_seen], ['cpuhp_sysfs.online_file_follows_target'])
         self.assertIn('did not occur', ' '.join(run.summary(v)))
 
+    def test_a_skipped_case_does_not_say_its_known_failure_is_gone(self) -> None:
+        """An expected skip (arm64: no suspend to RAM) ran nothing: no 'did not occur'."""
+        console = lines()
+        i = at(console, "# cpu3/online after target offline is '1', wanted '0'")
+        console = console[:i] + console[i + 1:]
+        console[i] = console[i].replace('not ok', 'ok').rstrip() + ' # SKIP not here'
+        v = judge(console)
+        self.assertNotIn('cpuhp_sysfs.online_file_follows_target', [p.name for p in v.not_seen])
+
     def test_races_are_not_listed_when_they_do_not_happen(self) -> None:
         v = judge(lines())
         self.assertNotIn('cpuhp_*', [p.name for p in v.not_seen])
