@@ -153,7 +153,8 @@ JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(
        $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),run$(,)KVER=$(k)$(,)CONFIG=default$(,)SMP=2)) \
        $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),fixes-test$(,)KVER=$(k)$(,)CONFIG=default fixes-series-test$(,)KVER=$(k)$(,)CONFIG=default)) \
        $(foreach k,$(filter $(SERIES_KVERS),$(KVERS)),series-test$(,)KVER=$(k)$(,)CONFIG=default) \
-       $(if $(filter 6.12,$(KVERS)),tree-test$(,)KVER=6.12$(,)CONFIG=default)
+       $(if $(filter 6.12,$(KVERS)),tree-test$(,)KVER=6.12$(,)CONFIG=default) \
+       $(if $(filter 6.12,$(KVERS)),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_6.12))),$(foreach a,$(OTHER_ARCHS),coverage$(,)KVER=6.12$(,)CONFIG=default$(,)ARCH=$(a))))
 , := ,
 # Jobs of make matrix and of the CI definitions (one job each there) that
 # make test leaves out: Debian's own kernel (CONFIG=debian) alone builds

@@ -30,7 +30,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 INPUTS = ('kunit', 'src', 'kconfigs', 'tools', 'mutants', 'Makefile')
-PACKAGES = ('gcc-12', 'qemu-system-x86', 'linux-source-6.12', 'linux-source-6.1',
+PACKAGES = ('gcc-12', 'qemu-system-x86', 'gcc-12-aarch64-linux-gnu', 'qemu-system-arm',
+            'linux-source-6.12', 'linux-source-6.1',
             'linux-config-6.12', 'linux-config-6.1', 'lcov', 'busybox-static',
             'bash-static', 'python3.11')
 

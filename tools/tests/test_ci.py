@@ -153,7 +153,8 @@ class MatrixListTest(unittest.TestCase):
                           'fixes-test KVER=6.1 CONFIG=default',
                           'fixes-series-test KVER=6.1 CONFIG=default',
                           'series-test KVER=6.12 CONFIG=default',
-                          'tree-test KVER=6.12 CONFIG=default'])
+                          'tree-test KVER=6.12 CONFIG=default',
+                          'coverage KVER=6.12 CONFIG=default ARCH=arm64'])
         self.assertEqual(matrix_list('CONFIGS=default', 'KVERS=6.1'),
                          ['coverage KVER=6.1 CONFIG=default', 'run KVER=6.1 CONFIG=default SMP=2',
                           'fixes-test KVER=6.1 CONFIG=default',
@@ -165,6 +166,16 @@ class MatrixListTest(unittest.TestCase):
         for kver in ('6.12', '6.1'):
             self.assertIn(f'run KVER={kver} CONFIG=default SMP=2', jobs)
         self.assertEqual([j for j in matrix_list('CONFIGS=debug', 'KVERS=6.1') if 'SMP' in j], [])
+
+    def test_arm64_boots_6_12_s_default_kernel(self) -> None:
+        """One arm64 job (issue 27): 6.12's default kernel with its coverage gate,
+        in make test, in neither without 6.12's default, none with OTHER_ARCHS=."""
+        jobs = [j for j in matrix_list() if 'ARCH=' in j]
+        self.assertEqual(jobs, ['coverage KVER=6.12 CONFIG=default ARCH=arm64'])
+        self.assertIn(jobs[0], matrix_list('MATRIX_ONLY='))
+        self.assertEqual([j for j in matrix_list('KVERS=6.1') if 'ARCH=' in j], [])
+        self.assertEqual([j for j in matrix_list('CONFIGS=debug') if 'ARCH=' in j], [])
+        self.assertEqual([j for j in matrix_list('OTHER_ARCHS=') if 'ARCH=' in j], [])
 
     def test_the_series_is_checked_for_6_12(self) -> None:
         self.assertIn('series-test KVER=6.12 CONFIG=default', matrix_list())

@@ -14,7 +14,7 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import coverage, gcov, hygiene, run, tree, verdict
+from cpuhpk import arch, coverage, gcov, hygiene, run, tree, verdict
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -251,10 +251,11 @@ class InfoTest(unittest.TestCase):
                                                   'run left no coverage.info: no gate'))])
 
     def test_the_real_thresholds_parse(self) -> None:
-        for kver in ('6.12', '6.1'):
-            with self.subTest(kver=kver):
-                files = gcov.read_thresholds(gcov.thresholds_path(kver))
-                functions = gcov.read_function_thresholds(gcov.thresholds_path(kver))
+        for kver, a in (('6.12', 'x86_64'), ('6.1', 'x86_64'), ('6.12', 'arm64')):
+            with self.subTest(kver=kver, arch=a):
+                path = gcov.thresholds_path(kver, arch.get(a))
+                files = gcov.read_thresholds(path)
+                functions = gcov.read_function_thresholds(path)
                 self.assertIn('kernel/cpu.c', files)
                 self.assertIn('cpuhp_invoke_callback', functions)
                 self.assertFalse(set(files) & {f + '()' for f in functions})
