@@ -38,7 +38,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import tree, verdict  # noqa: E402
+from cpuhpk import arch, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 COMPAT = 'cpuhp_kunit_compat.h'
@@ -484,6 +484,8 @@ VARIANTS = {
                   '# CONFIG_TRACING is not set'),
 }
 SUITE_OPTIONS = ('CONFIG_CPUHP_KUNIT_TEST', 'CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST')
+# Every patch is built for these architectures too (issue 27), with BASE_CONFIG.
+CHECK_ARCHES = ('arm64',)
 BUILD_SECONDS = 45 * 60
 
 
@@ -520,10 +522,10 @@ def missing_modules(build_dir: Path) -> List[str]:
             not in made]
 
 
-def make_command(work: Path, build_dir: Path) -> List[str]:
-    """make in @work building into @build_dir, for x86_64, on every CPU."""
-    return ['make', '-s', '-C', str(work), f'O={build_dir}', 'ARCH=x86_64',
-            f'-j{os.cpu_count() or 1}']
+def make_command(work: Path, build_dir: Path, a: Optional[arch.Arch] = None) -> List[str]:
+    """make in @work building into @build_dir, for @a (x86_64), on every CPU."""
+    return ['make', '-s', '-C', str(work), f'O={build_dir}',
+            *arch.make_arguments(a or arch.get(arch.HOST)), f'-j{os.cpu_count() or 1}']
 
 
 def run_steps(work: Path, steps: Sequence[Sequence[str]], log: Path) -> Tuple[bool, str]:
@@ -542,9 +544,10 @@ def run_steps(work: Path, steps: Sequence[Sequence[str]], log: Path) -> Tuple[bo
     return True, ''
 
 
-def configure(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tuple[bool, str]:
-    """tinyconfig + @fragment, olddefconfig in @build_dir: (configured, why not)."""
-    make = make_command(work, build_dir)
+def configure(work: Path, build_dir: Path, fragment: Sequence[str], log: Path,
+              a: Optional[arch.Arch] = None) -> Tuple[bool, str]:
+    """tinyconfig + @fragment, olddefconfig in @build_dir for @a: (configured, why not)."""
+    make = make_command(work, build_dir, a)
     build_dir.mkdir(parents=True, exist_ok=True)
     frag = build_dir / 'series-check.config'
     frag.write_text('\n'.join(fragment) + '\n')
@@ -554,20 +557,23 @@ def configure(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -
                             make + ['olddefconfig']], log)
 
 
-def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path) -> Tuple[bool, str]:
+def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path,
+          a: Optional[arch.Arch] = None) -> Tuple[bool, str]:
     """configure(), then make vmlinux and modules: (built, why not)."""
-    ok, why = configure(work, build_dir, fragment, log)
+    ok, why = configure(work, build_dir, fragment, log, a)
     if not ok:
         return ok, why
-    return run_steps(work, [make_command(work, build_dir) + ['vmlinux', 'modules']], log)
+    return run_steps(work, [make_command(work, build_dir, a) + ['vmlinux', 'modules']], log)
 
 
 def series_check(kver: str, who: str, out: Path, report: Report) -> None:
-    """Build after every patch of the branches make_series() left, then the
-    variants of VARIANTS on both series; a suite configured =m must come out
-    as its module each time."""
+    """Build after every patch of the branches make_series() left, for
+    x86_64 and for each of CHECK_ARCHES, then the variants of VARIANTS on
+    both series; a suite configured =m must come out as its module each time."""
     src = tree.series_dir(REPO, kver)
     plan = read_plan(src)
+    others = [arch.get(n) for n in CHECK_ARCHES]
+    tree.ensure_packages([p for a in others for p in a.packages])
     t = tree.prepare(kver, REPO)
     work = scratch(t)
     base = pristine_commit(work, 'baseline', f'linux-source-{kver} {t.package}')
@@ -575,8 +581,9 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     out.mkdir(parents=True, exist_ok=True)
     log.write_text('')
     build_root = tree.cache_root() / f'series-build-{t.version}'
-    def check(name: str, build_dir: Path, fragment: Sequence[str]) -> None:
-        built, why = build(work, build_dir, fragment, log)
+    def check(name: str, build_dir: Path, fragment: Sequence[str],
+              a: Optional[arch.Arch] = None) -> None:
+        built, why = build(work, build_dir, fragment, log, a)
         missing = missing_modules(build_dir) if built else []
         report.add(name, built and not missing,
                    why or (f'no module for {", ".join(missing)}' if missing
@@ -587,8 +594,11 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
         commits = git(work, 'rev-list', '--reverse', f'{base}..{s.name}').split()
         for i, c in enumerate(commits, 1):
             git(work, 'checkout', '-q', '-f', c)
-            check(f'build {s.name} {i}/{len(commits)} '
-                  + git(work, 'log', '-1', '--format=%s', c), build_root / 'base', BASE_CONFIG)
+            subject = git(work, 'log', '-1', '--format=%s', c)
+            check(f'build {s.name} {i}/{len(commits)} {subject}', build_root / 'base', BASE_CONFIG)
+            for a in others:
+                check(f'build {s.name} {i}/{len(commits)} {subject} ({a.name})',
+                      build_root / f'base{a.out_suffix}', BASE_CONFIG, a)
     # Both series on one tree, each variant.
     git(work, 'checkout', '-q', '-f', '-B', 'all', plan.series[0].name)
     for s in plan.series[1:]:

@@ -9,7 +9,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, coverage, gcov, mutate, run, tree
+from cpuhpk import arch, coverage, gcov, mutate, run, series, tree
 
 
 class ArchTest(unittest.TestCase):
@@ -98,6 +98,15 @@ class ArchTest(unittest.TestCase):
             self.assertEqual(len([c for c in calls if c[:2] == ['apt-get', 'download']]),
                              downloads)
         self.assertFalse([c for c in calls if c[:2] == ['apt-get', 'install']])
+
+    def test_series_check_builds_each_patch_for_arm64_too(self) -> None:
+        self.assertEqual(series.CHECK_ARCHES, ('arm64',))
+        cmd = series.make_command(Path('/w'), Path('/b'), arch.get('arm64'))
+        self.assertIn('ARCH=arm64', cmd)
+        self.assertIn('CROSS_COMPILE=aarch64-linux-gnu-', cmd)
+        cmd = series.make_command(Path('/w'), Path('/b'))
+        self.assertIn('ARCH=x86_64', cmd)
+        self.assertFalse([c for c in cmd if c.startswith('CROSS_COMPILE')])
 
     def test_coverage_gate_per_architecture(self) -> None:
         self.assertEqual(gcov.thresholds_path('6.12').name, 'coverage-thresholds-6.12')
