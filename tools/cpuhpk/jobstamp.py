@@ -106,8 +106,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     job: List[str] = args.job
     stamp = stamp_path(job)
     # Neither an experiment nor a dry run is a pass to remember.
-    experiment = bool(os.environ.get('CPUHP_KUNIT_DIRTY')) or dry_run(
-        os.environ.get('MAKEFLAGS', ''))
+    dry = dry_run(os.environ.get('MAKEFLAGS', ''))
+    experiment = bool(os.environ.get('CPUHP_KUNIT_DIRTY')) or dry
     pkgs = packages()
     key = digest(job, pkgs=pkgs)
     words = ' '.join(job)
@@ -118,7 +118,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   f'{done.get("seconds", "?")} s, and nothing it reads changed since '
                   f'({", ".join(INPUTS)}, packages); FORCE=1 runs it again')
             return 0
-    stamp.unlink(missing_ok=True)
+    # A real run overwrites the outputs the stamp speaks for; a dry run
+    # (make -n test, which tools-test runs) leaves them and the stamp be.
+    if not dry:
+        stamp.unlink(missing_ok=True)
     started = time.monotonic()
     rc = subprocess.run(job, check=False).returncode
     # A job may install packages (the first run of a machine): the stamp

@@ -88,6 +88,20 @@ class JobStampTest(unittest.TestCase):
         self.assertTrue(jobstamp.dry_run('-- --just-print'))
         self.assertFalse(jobstamp.dry_run('s -- CONFIG=debian'))
 
+    def test_a_dry_run_keeps_the_stamp_of_a_pass(self) -> None:
+        """tools-test runs make -n test: it removed every stamp, so a warm
+        make test never found a job up to date (issue 26)."""
+        job = self.job()
+        jobstamp.main(['--', *job])
+        with mock.patch.dict(os.environ, {'MAKEFLAGS': 'n --no-print-directory'}):
+            jobstamp.main(['--', *job])
+        self.assertTrue(jobstamp.stamp_path(job).exists())
+        jobstamp.main(['--', *job])
+        self.assertEqual(self.runs(), 2)
+        with mock.patch.dict(os.environ, {'CPUHP_KUNIT_DIRTY': '1'}):
+            jobstamp.main(['--', *job])
+        self.assertFalse(jobstamp.stamp_path(job).exists())
+
     def test_outside_git_the_files_are_walked(self) -> None:
         with tempfile.TemporaryDirectory() as d:
             root = Path(d)
