@@ -180,7 +180,7 @@ def main(argv: Sequence[str]) -> int:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     try:
-        patches = mutant_set(args.mutants, args.kver)
+        patches = mutant_set(args.mutants, args.kver, args.arch)
     except ValueError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 2
@@ -199,19 +199,22 @@ def main(argv: Sequence[str]) -> int:
     return tree.locked(f'make mutate KVER={args.kver}', lambda: mutate(args, patches))
 
 
-def mutant_set(mutants: Path, kver: str) -> List[Path]:
-    """The mutants of one kernel series, sorted by name.
+def mutant_set(mutants: Path, kver: str, arch_name: str = arch.HOST) -> List[Path]:
+    """The mutants of one kernel series on one architecture, sorted by name.
 
     mutants/*.patch, where mutants/<KVER>/ has a patch of the same name
     that one instead (the code differs there), and without the names
     mutants/<KVER>/not-here lists ('<name> | why': a promise that kernel
-    does not make).
+    does not make); then, on another architecture than x86_64, the same
+    from mutants/<ARCH>/ (arm64: the code a mutant changes is x86's
+    alone, e.g. the split startup, and arm64 runs its twin).
     """
-    own = mutants / kver
     chosen = {p.stem: p for p in mutants.glob('*.patch')}
-    chosen.update({p.stem: p for p in own.glob('*.patch')})
-    not_here = own / 'not-here'
-    if not_here.is_file():
+    for own in [mutants / kver] + ([mutants / arch_name] if arch_name != arch.HOST else []):
+        chosen.update({p.stem: p for p in own.glob('*.patch')})
+        not_here = own / 'not-here'
+        if not not_here.is_file():
+            continue
         for n, line in enumerate(not_here.read_text().splitlines(), 1):
             if not line.strip() or line.lstrip().startswith('#'):
                 continue

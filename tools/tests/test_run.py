@@ -411,6 +411,21 @@ class CommandTest(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, 'no mutant d'):
                 mutate.mutant_set(m, '6.1')
 
+    def test_mutants_of_an_architecture(self) -> None:
+        """mutants/arm64/ overrides by name after mutants/<KVER>/, on arm64 only."""
+        with tempfile.TemporaryDirectory() as tmp:
+            m = Path(tmp)
+            for name in ('a', 'b'):
+                (m / f'{name}.patch').write_text('# x\n')
+            (m / 'arm64').mkdir()
+            (m / 'arm64' / 'b.patch').write_text('# x on arm64\n')
+            self.assertEqual(mutate.mutant_set(m, '6.12'), [m / 'a.patch', m / 'b.patch'])
+            self.assertEqual(mutate.mutant_set(m, '6.12', 'arm64'),
+                             [m / 'a.patch', m / 'arm64' / 'b.patch'])
+        real = mutate.mutant_set(mutate.REPO / 'mutants', '6.12', 'arm64')
+        self.assertIn(mutate.REPO / 'mutants' / 'arm64' / 'target-up-past-ap-target.patch', real)
+        self.assertEqual(len(real), len(mutate.mutant_set(mutate.REPO / 'mutants', '6.12')))
+
     def test_repository_mutants_apply_per_series(self) -> None:
         names = {p.stem for p in mutate.mutant_set(mutate.REPO / 'mutants', '6.1')}
         self.assertNotIn('crosststamp-base-offset-dropped', names)
