@@ -228,7 +228,7 @@ def mutant_set(mutants: Path, kver: str, arch_name: str = arch.HOST) -> List[Pat
 
 
 def shard(patches: Sequence[Path], spec: str) -> List[Path]:
-    """The I-th of N shards ('I/N', 1-based) of @patches: every N-th from the I-th.
+    """The I-th of N shards ('I/N', 1-based) of @patches: every N-th from the I-th by name.
 
     Deterministic for the same directory: the shards of 1/N..N/N together
     are @patches, each once.
@@ -240,7 +240,10 @@ def shard(patches: Sequence[Path], spec: str) -> List[Path]:
     if not valid or not 1 <= int(i_text) <= int(n_text):
         raise ValueError(f'SHARD={spec}: expected I/N with 1 <= I <= N, e.g. SHARD=2/4')
     i, n = int(i_text), int(n_text)
-    return [p for k, p in enumerate(sorted(patches)) if k % n == i - 1]
+    # By name, not path: a mutant overridden in mutants/<KVER>/ or
+    # mutants/<ARCH>/ keeps its place, so a shard is the same mutants there.
+    return [p for k, p in enumerate(sorted(patches, key=lambda p: (p.name, str(p))))
+            if k % n == i - 1]
 
 
 def out_base(kver: str, config: str, shard_spec: str,

@@ -426,6 +426,15 @@ class CommandTest(unittest.TestCase):
         self.assertIn(mutate.REPO / 'mutants' / 'arm64' / 'target-up-past-ap-target.patch', real)
         self.assertEqual(len(real), len(mutate.mutant_set(mutate.REPO / 'mutants', '6.12')))
 
+    def test_an_overridden_mutant_keeps_its_shard(self) -> None:
+        """Shards 1-2 of arm64's first set ran before mutants/arm64/ existed and
+        3 after: sorted by path, the override moved every mutant after it."""
+        m = mutate.REPO / 'mutants'
+        for i in range(1, 5):
+            x86 = [p.name for p in mutate.shard(mutate.mutant_set(m, '6.12'), f'{i}/4')]
+            arm = [p.name for p in mutate.shard(mutate.mutant_set(m, '6.12', 'arm64'), f'{i}/4')]
+            self.assertEqual(x86, arm)
+
     def test_repository_mutants_apply_per_series(self) -> None:
         names = {p.stem for p in mutate.mutant_set(mutate.REPO / 'mutants', '6.1')}
         self.assertNotIn('crosststamp-base-offset-dropped', names)
