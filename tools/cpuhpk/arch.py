@@ -16,7 +16,6 @@ of it is installed on the machine).
 from __future__ import annotations
 
 import dataclasses
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -111,11 +110,9 @@ def static_binary(a: Arch, package: str, member: str) -> Path:
         tree.ensure_packages([package])
         return Path('/') / member
     ensure_foreign(a)
-    res = _apt('apt-cache', 'policy', f'{package}:{a.deb}')
-    m = re.search(r'Candidate: (\S+)', res.stdout)
-    if m is None or m.group(1) == '(none)':
+    version = tree.candidate(f'{package}:{a.deb}')
+    if version is None:
         raise tree.PrepareError(f'apt has no {package}:{a.deb} (apt-get update?)')
-    version = m.group(1)
     dest = tree.cache_root() / f'userland-{a.deb}' / f'{package}_{version.replace(":", "%")}'
     if (dest / member).is_file():
         return dest / member

@@ -190,12 +190,17 @@ def missing_packages(packages: Sequence[str]) -> List[str]:
     return [p for p in packages if installed_version(p) is None]
 
 
-def known_to_apt(package: str) -> bool:
-    """Whether apt has a candidate for @package (installed or installable)."""
+def candidate(package: str) -> Optional[str]:
+    """apt's candidate version of @package (e.g. 'busybox-static:arm64'), or None."""
     res = subprocess.run(['apt-cache', 'policy', package], capture_output=True, text=True,
                          check=False)
     m = re.search(r'Candidate: (\S+)', res.stdout)
-    return m is not None and m.group(1) != '(none)'
+    return m.group(1) if m is not None and m.group(1) != '(none)' else None
+
+
+def known_to_apt(package: str) -> bool:
+    """Whether apt has a candidate for @package (installed or installable)."""
+    return candidate(package) is not None
 
 
 def similar_sources() -> List[str]:
