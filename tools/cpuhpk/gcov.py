@@ -470,6 +470,8 @@ def report(out: Path, build_dir: Path, src: Path, kver: str,
     Stale .gcda files of an earlier run must have been removed from
     @build_dir before the run (clear()).
     """
+    if not (out / 'console.log').is_file():
+        raise tree.PrepareError('no console: the kernel was not built or did not boot')
     gcda = extract_gcda(out / 'console.log', build_dir)
     tree.log(f'{len(gcda)} .gcda files from the guest')
     files = capture(build_dir, src, out, 'coverage')

@@ -185,6 +185,17 @@ class JudgeTest(unittest.TestCase):
             v = run.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual(len(v.problems), before)
 
+    def test_build_failure_gets_no_coverage_traceback(self) -> None:
+        # A build that failed leaves no console: the verdict says so, and
+        # the coverage report adds nothing (it used to raise FileNotFoundError).
+        v = self.judge('fail_mutant_console.log', 1)
+        (self.out / 'console.log').unlink(missing_ok=True)
+        before = len(v.problems)
+        with mock.patch.object(tree, 'log') as log:
+            v = run.coverage_report(self.out, self.out, self.out, '6.12', v)
+        self.assertEqual(len(v.problems), before)
+        self.assertIn('no console', str(log.call_args))
+
     def test_summary_lists_skips_and_problems(self) -> None:
         v = verdict.Verdict(passed=1, skipped=2, skips=[
             verdict.Skip('a.b', 'needs two online CPUs', True, 'SMP=1'),
