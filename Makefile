@@ -189,10 +189,13 @@ coverage:
 	$(PYTHON) tools/cpuhpk/coverage.py --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --timeout '$(TIMEOUT)' \
 		--seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
+# A mutant's run times out after a limit derived from the unmutated run's
+# (tools/cpuhpk/mutate.py); TIMEOUT= given to make replaces it.
 mutate:
 	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --filter '$(FILTER)' \
 		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)' \
-		--shard '$(SHARD)' --strict '$(STRICT)' $(TREE_ARGS)
+		--shard '$(SHARD)' --strict '$(STRICT)' $(TREE_ARGS) \
+		$(if $(filter command line environment,$(origin TIMEOUT)),--timeout '$(TIMEOUT)')
 
 bisect:
 	$(x86_only)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import os
 import subprocess
 import unittest
 from pathlib import Path
@@ -218,6 +219,19 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertIn('coverage,KVER=6.12,CONFIG=default', res.stdout)
         self.assertNotIn('CONFIG,debian', res.stdout.replace('=', ','))
+
+    def test_mutate_takes_timeout_only_when_given(self) -> None:
+        """make mutate TIMEOUT=300 limits a mutant's run; without it the
+        limit is mutate.py's, derived from the unmutated run (the make
+        default of 600 s is a run's, not a mutant's)."""
+        def dry(*args: str) -> str:
+            env = {k: v for k, v in os.environ.items() if k != 'TIMEOUT'}
+            res = subprocess.run(['make', '-n', '--no-print-directory', 'mutate', *args],
+                                 cwd=REPO, capture_output=True, text=True, check=False, env=env)
+            self.assertEqual(res.returncode, 0, res.stderr)
+            return res.stdout
+        self.assertIn("--timeout '300'", dry('TIMEOUT=300'))
+        self.assertNotIn('--timeout', dry())
 
     def test_mutants_shard_into_the_set(self) -> None:
         patches = sorted((REPO / 'mutants').glob('*.patch'))
