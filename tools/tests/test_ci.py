@@ -225,7 +225,10 @@ class MatrixListTest(unittest.TestCase):
         limit is mutate.py's, derived from the unmutated run (the make
         default of 600 s is a run's, not a mutant's)."""
         def dry(*args: str) -> str:
-            env = {k: v for k, v in os.environ.items() if k != 'TIMEOUT'}
+            # Neither the environment nor a calling make (make test TIMEOUT=..)
+            # may hand TIMEOUT down.
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ('TIMEOUT', 'MAKEFLAGS', 'MFLAGS', 'MAKELEVEL')}
             res = subprocess.run(['make', '-n', '--no-print-directory', 'mutate', *args],
                                  cwd=REPO, capture_output=True, text=True, check=False, env=env)
             self.assertEqual(res.returncode, 0, res.stderr)
