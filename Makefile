@@ -161,7 +161,11 @@ JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(
 # longer cold than make test's budget has left (Documentation/configs.md).
 MATRIX_ONLY ?= $(if $(CONFIGS),,$(if $(filter 6.12,$(KVERS)),run$(,)KVER=6.12$(,)CONFIG=debian))
 # A series of KVERS with no configs would silently run nothing.
-jobs_checked = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS) $(MATRIX_ONLY)
+jobs_all = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS) $(MATRIX_ONLY)
+# ARCH= other than x86_64 on the command line (make matrix ARCH=arm64)
+# selects that architecture's jobs: every job would inherit it, and the
+# x86 ones are not built for it.
+jobs_checked = $(if $(filter x86_64,$(ARCH)),$(jobs_all),$(or $(filter %$(,)ARCH=$(ARCH),$(jobs_all)),$(error ARCH=$(ARCH): no job of the matrix is for it (OTHER_ARCHS=$(OTHER_ARCHS), KVERS=$(KVERS)))))
 
 # Every job runs even when an earlier one is red; the exit status says if any was.
 # A job that passed and whose inputs did not change since is not run again

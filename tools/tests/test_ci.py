@@ -178,6 +178,17 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual([j for j in matrix_list('CONFIGS=debug') if 'ARCH=' in j], [])
         self.assertEqual([j for j in matrix_list('OTHER_ARCHS=') if 'ARCH=' in j], [])
 
+    def test_arch_on_the_command_line_selects_its_jobs(self) -> None:
+        """make matrix ARCH=arm64 runs the arm64 jobs only: every job would
+        inherit ARCH=arm64, and the x86 ones (fixes, series, own tree) are
+        not built for it. No job for it is an error, not an empty matrix."""
+        self.assertEqual(matrix_list('ARCH=arm64'), ['coverage KVER=6.12 CONFIG=default ARCH=arm64'])
+        self.assertEqual(matrix_list('ARCH=x86_64'), matrix_list())
+        res = subprocess.run(['make', '-s', 'matrix-list', 'ARCH=arm64', 'KVERS=6.1'], cwd=REPO,
+                             capture_output=True, text=True, check=False)
+        self.assertEqual(res.returncode, 2)
+        self.assertIn('ARCH=arm64: no job of the matrix is for it', res.stderr)
+
     def test_the_series_is_checked_for_6_12(self) -> None:
         self.assertIn('series-test KVER=6.12 CONFIG=default', matrix_list())
         self.assertNotIn('series-test', [j.split()[0] for j in matrix_list('SERIES_KVERS=')])
