@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import os
+import re
 import subprocess
 import unittest
 from pathlib import Path
@@ -22,9 +23,18 @@ REPO = Path(__file__).resolve().parents[2]
 yaml: Any = importlib.import_module('yaml')
 
 
+# The make of this file's checks sees the Makefile's defaults, not what a
+# calling make was given: make test KVER=6.1 (or ARCH=arm64) runs tools-test
+# with that in MAKEFLAGS and in the environment (make exports command-line
+# variables), which every sub-make would otherwise take up.
+KNOBS = set(re.findall(r'^([A-Z][A-Z0-9_]*)\s*\?=', (REPO / 'Makefile').read_text(), re.M))
+MAKE_ENV = {k: v for k, v in os.environ.items()
+            if k not in KNOBS | {'MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES'}}
+
+
 def matrix_list(*args: str) -> List[str]:
     res = subprocess.run(['make', '-s', '--no-print-directory', 'matrix-list', *args],
-                         cwd=REPO, capture_output=True, text=True, check=True)
+                         cwd=REPO, capture_output=True, text=True, check=True, env=MAKE_ENV)
     return res.stdout.splitlines()
 
 
@@ -185,7 +195,7 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual(matrix_list('ARCH=arm64'), ['coverage KVER=6.12 CONFIG=default ARCH=arm64'])
         self.assertEqual(matrix_list('ARCH=x86_64'), matrix_list())
         res = subprocess.run(['make', '-s', 'matrix-list', 'ARCH=arm64', 'KVERS=6.1'], cwd=REPO,
-                             capture_output=True, text=True, check=False)
+                             capture_output=True, text=True, check=False, env=MAKE_ENV)
         self.assertEqual(res.returncode, 2)
         self.assertIn('ARCH=arm64: no job of the matrix is for it', res.stderr)
 
@@ -209,13 +219,13 @@ class MatrixListTest(unittest.TestCase):
 
     def test_series_without_configs_is_refused(self) -> None:
         res = subprocess.run(['make', '-s', 'matrix-list', 'KVERS=6.12 5.10'], cwd=REPO,
-                             capture_output=True, text=True, check=False)
+                             capture_output=True, text=True, check=False, env=MAKE_ENV)
         self.assertEqual(res.returncode, 2)
         self.assertIn('no configs for 5.10', res.stderr)
 
     def test_make_matrix_runs_the_list(self) -> None:
         res = subprocess.run(['make', '-n', '--no-print-directory', 'matrix'], cwd=REPO,
-                             capture_output=True, text=True, check=False)
+                             capture_output=True, text=True, check=False, env=MAKE_ENV)
         for job in matrix_list():
             self.assertIn(job.replace(' ', ','), res.stdout)
 
@@ -226,7 +236,7 @@ class MatrixListTest(unittest.TestCase):
         self.assertNotIn('run KVER=6.12 CONFIG=debian', matrix_list('CONFIGS=default'))
         self.assertNotIn('run KVER=6.1 CONFIG=debian', matrix_list('KVERS=6.1'))
         res = subprocess.run(['make', '-n', '--no-print-directory', 'test'], cwd=REPO,
-                             capture_output=True, text=True, check=False)
+                             capture_output=True, text=True, check=False, env=MAKE_ENV)
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertIn('coverage,KVER=6.12,CONFIG=default', res.stdout)
         self.assertNotIn('CONFIG,debian', res.stdout.replace('=', ','))
@@ -236,10 +246,7 @@ class MatrixListTest(unittest.TestCase):
         limit is mutate.py's, derived from the unmutated run (the make
         default of 600 s is a run's, not a mutant's)."""
         def dry(*args: str) -> str:
-            # Neither the environment nor a calling make (make test TIMEOUT=..)
-            # may hand TIMEOUT down.
-            env = {k: v for k, v in os.environ.items()
-                   if k not in ('TIMEOUT', 'MAKEFLAGS', 'MFLAGS', 'MAKELEVEL')}
+            env = {k: v for k, v in MAKE_ENV.items() if k != 'TIMEOUT'}
             res = subprocess.run(['make', '-n', '--no-print-directory', 'mutate', *args],
                                  cwd=REPO, capture_output=True, text=True, check=False, env=env)
             self.assertEqual(res.returncode, 0, res.stderr)
