@@ -183,6 +183,8 @@ MAX_GCDA_BYTES = 64 << 20
 
 def gcda_blob(console: Path) -> bytes:
     """The gcov archive printed on the console, checked against its sha256."""
+    if not console.is_file():
+        raise tree.PrepareError(f'no console ({console}): the kernel was not built or did not boot')
     lines = ktap.read_console(console).lines
     try:
         start = next(i for i, ln in enumerate(lines) if ln.startswith(BEGIN))
@@ -470,8 +472,6 @@ def report(out: Path, build_dir: Path, src: Path, kver: str,
     Stale .gcda files of an earlier run must have been removed from
     @build_dir before the run (clear()).
     """
-    if not (out / 'console.log').is_file():
-        raise tree.PrepareError('no console: the kernel was not built or did not boot')
     gcda = extract_gcda(out / 'console.log', build_dir)
     tree.log(f'{len(gcda)} .gcda files from the guest')
     files = capture(build_dir, src, out, 'coverage')

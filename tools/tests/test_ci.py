@@ -32,9 +32,15 @@ MAKE_ENV = {k: v for k, v in os.environ.items()
             if k not in KNOBS | {'MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES'}}
 
 
+def make(*args: str) -> 'subprocess.CompletedProcess[str]':
+    """make @args in the repository, with MAKE_ENV, output captured."""
+    return subprocess.run(['make', '--no-print-directory', *args], cwd=REPO, capture_output=True,
+                          text=True, check=False, env=MAKE_ENV)
+
+
 def matrix_list(*args: str) -> List[str]:
-    res = subprocess.run(['make', '-s', '--no-print-directory', 'matrix-list', *args],
-                         cwd=REPO, capture_output=True, text=True, check=True, env=MAKE_ENV)
+    res = make('-s', 'matrix-list', *args)
+    res.check_returncode()
     return res.stdout.splitlines()
 
 
@@ -194,8 +200,7 @@ class MatrixListTest(unittest.TestCase):
         not built for it. No job for it is an error, not an empty matrix."""
         self.assertEqual(matrix_list('ARCH=arm64'), ['coverage KVER=6.12 CONFIG=default ARCH=arm64'])
         self.assertEqual(matrix_list('ARCH=x86_64'), matrix_list())
-        res = subprocess.run(['make', '-s', 'matrix-list', 'ARCH=arm64', 'KVERS=6.1'], cwd=REPO,
-                             capture_output=True, text=True, check=False, env=MAKE_ENV)
+        res = make('-s', 'matrix-list', 'ARCH=arm64', 'KVERS=6.1')
         self.assertEqual(res.returncode, 2)
         self.assertIn('ARCH=arm64: no job of the matrix is for it', res.stderr)
 
@@ -218,14 +223,12 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual([j for j in jobs if 'CONFIG=debug' in j or 'CONFIG=kasan' in j], [])
 
     def test_series_without_configs_is_refused(self) -> None:
-        res = subprocess.run(['make', '-s', 'matrix-list', 'KVERS=6.12 5.10'], cwd=REPO,
-                             capture_output=True, text=True, check=False, env=MAKE_ENV)
+        res = make('-s', 'matrix-list', 'KVERS=6.12 5.10')
         self.assertEqual(res.returncode, 2)
         self.assertIn('no configs for 5.10', res.stderr)
 
     def test_make_matrix_runs_the_list(self) -> None:
-        res = subprocess.run(['make', '-n', '--no-print-directory', 'matrix'], cwd=REPO,
-                             capture_output=True, text=True, check=False, env=MAKE_ENV)
+        res = make('-n', 'matrix')
         for job in matrix_list():
             self.assertIn(job.replace(' ', ','), res.stdout)
 
@@ -235,8 +238,7 @@ class MatrixListTest(unittest.TestCase):
         self.assertIn('run KVER=6.12 CONFIG=debian', matrix_list())
         self.assertNotIn('run KVER=6.12 CONFIG=debian', matrix_list('CONFIGS=default'))
         self.assertNotIn('run KVER=6.1 CONFIG=debian', matrix_list('KVERS=6.1'))
-        res = subprocess.run(['make', '-n', '--no-print-directory', 'test'], cwd=REPO,
-                             capture_output=True, text=True, check=False, env=MAKE_ENV)
+        res = make('-n', 'test')
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertIn('coverage,KVER=6.12,CONFIG=default', res.stdout)
         self.assertNotIn('CONFIG,debian', res.stdout.replace('=', ','))
@@ -246,9 +248,7 @@ class MatrixListTest(unittest.TestCase):
         limit is mutate.py's, derived from the unmutated run (the make
         default of 600 s is a run's, not a mutant's)."""
         def dry(*args: str) -> str:
-            env = {k: v for k, v in MAKE_ENV.items() if k != 'TIMEOUT'}
-            res = subprocess.run(['make', '-n', '--no-print-directory', 'mutate', *args],
-                                 cwd=REPO, capture_output=True, text=True, check=False, env=env)
+            res = make('-n', 'mutate', *args)   # MAKE_ENV holds no TIMEOUT
             self.assertEqual(res.returncode, 0, res.stderr)
             return res.stdout
         self.assertIn("--timeout '300'", dry('TIMEOUT=300'))
