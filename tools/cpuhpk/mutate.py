@@ -258,8 +258,10 @@ def out_base(kver: str, config: str, shard_spec: str,
 
 
 # kunit.py's last line: 'Elapsed time: 75.981s total, 0.003s configuring,
-# 32.299s building, 43.678s running'.
-ELAPSED = re.compile(r'Elapsed time: [0-9.]+s total, .*?([0-9.]+)s running')
+# 32.299s building, 43.678s running' (kunit.py run), or 'Elapsed time:
+# 43.678s' (kunit.py exec: the kernel was built already, run.reusable_build()).
+ELAPSED = re.compile(r'Elapsed time: (?:[0-9.]+s total, .*?([0-9.]+)s running|([0-9.]+)s$)',
+                     re.MULTILINE)
 # The unmutated run's own limit: make run's.
 BASELINE_TIMEOUT = 600
 # Never less: a mutant that hangs the state machine is killed by the timeout.
@@ -271,7 +273,7 @@ def running_seconds(kunit_log: Path) -> Optional[float]:
     if not kunit_log.is_file():
         return None
     found = ELAPSED.findall(kunit_log.read_text(errors='replace'))
-    return float(found[-1]) if found else None
+    return float(found[-1][0] or found[-1][1]) if found else None
 
 
 def derived_timeout(baseline_running: float) -> int:

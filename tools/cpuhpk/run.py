@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -204,6 +205,107 @@ def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST) -> Path:
     return tree.cache_root() / f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
 
 
+# A build directory remembers the inputs of kunit.py's last build there
+# (BUILD_STAMP): a run whose inputs are the same boots that kernel again with
+# kunit.py exec instead of kunit.py run, whose olddefconfig and make take
+# 10-25 s on x86 even when nothing changed, in most of make test's boots
+# (make coverage's five, fixes-test's five, the SMP=2 runs).
+BUILD_STAMP = 'cpuhp-kunit-build.json'
+# The environment kbuild reads besides its command line.
+KBUILD_ENV = ('ARCH', 'CROSS_COMPILE', 'CC', 'LD', 'AR', 'HOSTCC', 'HOSTCXX', 'KCFLAGS',
+              'KCPPFLAGS', 'KAFLAGS', 'KRUSTFLAGS', 'LLVM', 'LLVM_IAS', 'LOCALVERSION')
+# A tree with more files git does not track than this (a user's tree built
+# in place) always builds: reading them all would cost what it saves.
+UNTRACKED_MAX = 1000
+
+
+def build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path,
+                 a: arch.Arch) -> Optional[str]:
+    """A digest of what kunit.py's build of @t reads: the tree (its commit,
+    its changes to it and the files git does not track, ignored ones too,
+    content and all), the
+    kconfigs, the --qemu_config (its kconfig lines), the make options, the
+    compiler's version and kbuild's environment. None when the tree is not
+    a git tree or has more than UNTRACKED_MAX such files: then every run
+    builds."""
+    h = hashlib.sha256()
+
+    def add(label: str, data: bytes) -> None:
+        h.update(label.encode() + b'\0' + hashlib.sha256(data).digest())
+
+    def git_bytes(*argv: str) -> Optional[bytes]:
+        res = subprocess.run(['git', '-C', str(t.path), *argv], capture_output=True, check=False)
+        return res.stdout if res.returncode == 0 else None
+
+    head = git_bytes('rev-parse', 'HEAD')
+    diff = git_bytes('diff', '--binary', 'HEAD')
+    # Ignored files too: Debian's .gitignore ignores every top-level
+    # directory, so the kunit/ sources tree.install_kunit() copies in are
+    # ignored files of the tree.
+    untracked = git_bytes('ls-files', '--others', '-z')
+    if head is None or diff is None or untracked is None:
+        return None
+    files = [rel for rel in untracked.decode(errors='surrogateescape').split('\0') if rel]
+    if len(files) > UNTRACKED_MAX:
+        return None
+    add('head', head)
+    add('diff', diff)
+    for rel in sorted(files):
+        path = t.path / rel
+        if path.is_file():
+            add(f'untracked {rel}', path.read_bytes())
+    for f in frags:
+        add(f'kconfig {f}', f.read_bytes())
+    add('qemu_config', qemu_config.read_bytes())
+    add('make_options', '\n'.join(MAKE_OPTIONS).encode())
+    add('arch', f'{a.name} {a.cross_compile or ""}'.encode())
+    try:
+        cc = subprocess.run([f'{a.cross_compile or ""}gcc', '--version'],
+                            capture_output=True, check=False).stdout
+    except OSError:
+        cc = b''
+    add('gcc', cc)
+    env = sorted((k, v) for k, v in os.environ.items() if k in KBUILD_ENV or k.startswith('KBUILD_'))
+    add('environment', json.dumps(env).encode())
+    return h.hexdigest()
+
+
+def built_kernel(build_dir: Path) -> Optional[List[Any]]:
+    """What tells the kernel in @build_dir apart from any other build there:
+    vmlinux's size and modification time (any build that relinks it, ours or
+    not, changes them) and the .config."""
+    try:
+        st = (build_dir / 'vmlinux').stat()
+        config = (build_dir / '.config').read_bytes()
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, hashlib.sha256(config).hexdigest()]
+
+
+def reusable_build(build_dir: Path, inputs: Optional[str]) -> bool:
+    """Whether @build_dir holds a kernel kunit.py built from @inputs, untouched since."""
+    if inputs is None:
+        return False
+    try:
+        seen = json.loads((build_dir / BUILD_STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    kernel = built_kernel(build_dir)
+    return kernel is not None and seen == {'inputs': inputs, 'kernel': kernel}
+
+
+def forget_build(build_dir: Path) -> None:
+    """Before a build: a build that fails or is stopped leaves no stamp behind."""
+    (build_dir / BUILD_STAMP).unlink(missing_ok=True)
+
+
+def remember_build(build_dir: Path, inputs: Optional[str]) -> None:
+    """After kunit.py built @build_dir from @inputs (the kernel started)."""
+    kernel = built_kernel(build_dir)
+    if inputs is not None and kernel is not None:
+        (build_dir / BUILD_STAMP).write_text(json.dumps({'inputs': inputs, 'kernel': kernel}))
+
+
 def fragment(config: str) -> Path:
     path = REPO / 'kconfigs' / f'{config}.config'
     if not config or not path.is_file():
@@ -271,18 +373,19 @@ def stress_kernel_args(args: argparse.Namespace) -> List[str]:
 def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
                   out: Path, qemu_config: Path,
                   control: Optional[hostctl.Control] = None,
-                  frags: Optional[List[Path]] = None) -> List[str]:
+                  frags: Optional[List[Path]] = None, build: bool = True) -> List[str]:
     """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest()),
     @control serves the guest's hot-add requests (TOPOLOGY=hotplug), @frags
-    are the kconfigs (default: kernel_fragments())."""
+    are the kconfigs (default: kernel_fragments()); without @build kunit.py
+    exec: the kernel built before (reusable_build())."""
     a = arch.get(getattr(args, 'arch', arch.HOST))
     qemu = f'-smp {smp_arg(args.smp, getattr(args, "topology", "flat"))}'
     if control is not None:
         qemu += f' {control.qemu_args()}'
-    cmd = [sys.executable, str(t.kunit_py), 'run',
+    cmd = [sys.executable, str(t.kunit_py), 'run' if build else 'exec',
            *[f'--kunitconfig={f}' for f in (frags or kernel_fragments(t, args.config, a.name))],
            f'--build_dir={build_dir}',
-           f'--jobs={args.jobs}', f'--timeout={args.timeout}',
+           *([f'--jobs={args.jobs}'] if build else []), f'--timeout={args.timeout}',
            f'--qemu_args={qemu}', f'--json={out / "results.json"}']
     cmd += [f'--make_options={o}' for o in MAKE_OPTIONS]
     cmd.append(f'--qemu_config={qemu_config}')
@@ -866,13 +969,23 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     if args.topology == 'hotplug':
         control = hostctl.Control(build_dir / 'cpuhp-kunit', out / 'hostctl.log')
         control.start()
-    cmd = kunit_command(t, args, build_dir, out, qemu_config, control, frags)
+    inputs = build_inputs(t, frags, qemu_config, a)
+    built = reusable_build(build_dir, inputs)
+    if built:
+        tree.log(f'{build_dir.name} holds the kernel of these very sources and configs: '
+                 'booting it again (kunit.py exec, no make)')
+    else:
+        forget_build(build_dir)
+    cmd = kunit_command(t, args, build_dir, out, qemu_config, control, frags, build=not built)
     try:
         rc, killed_after = run_kunit(cmd, t.path,
                                      out / 'kunit.log', BUILD_TIMEOUT + args.timeout + 60)
     finally:
         if control is not None:
             control.stop()
+    if (not built and 'Starting KUnit Kernel' in (out / 'kunit.log').read_text(errors='replace')
+            and build_inputs(t, frags, qemu_config, a) == inputs):
+        remember_build(build_dir, inputs)   # the build went through, its inputs held still
     if test_log.is_file():
         shutil.copyfile(test_log, out / 'console.log')
     _, v = judge(out, out / 'console.log', exp, rc, killed_after, args.timeout,

@@ -13,10 +13,10 @@ import tempfile
 import time
 import unittest
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 from unittest import mock
 
-from cpuhpk import mutate, run, tree, verdict
+from cpuhpk import arch, mutate, run, tree, verdict
 from tests.recorded import expectations as recorded_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -460,6 +460,8 @@ class CommandTest(unittest.TestCase):
             log.write_text('[12:52:23] Elapsed time: 75.981s total, 0.003s configuring, '
                            '32.299s building, 43.678s running\n')
             self.assertEqual(mutate.running_seconds(log), 43.678)
+            log.write_text('[12:52:23] Elapsed time: 41.5s\n')     # kunit.py exec
+            self.assertEqual(mutate.running_seconds(log), 41.5)
             log.write_text('no such line\n')
             self.assertIsNone(mutate.running_seconds(log))
         self.assertEqual(mutate.derived_timeout(54.3), 139)
@@ -497,6 +499,102 @@ class CommandTest(unittest.TestCase):
                          '6.12-nosmt-force')
         with mock.patch('sys.stderr'), self.assertRaises(SystemExit):
             run.main(['--topology', 'nosmt', '--smp', '3'])
+
+
+class BuildReuseTest(unittest.TestCase):
+    """A run boots the kernel built before (kunit.py exec) only when nothing
+    its build reads changed and nothing rebuilt it since."""
+
+    def setUp(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        root = Path(self.tmp.name)
+        src = root / 'linux'
+        src.mkdir()
+        (src / 'Makefile').write_text('all:\n')
+        (src / 'kernel').mkdir()
+        (src / 'kernel' / 'cpu.c').write_text('int x;\n')
+        # Debian's tree ignores every top-level directory: the kunit/
+        # sources copied in are ignored files.
+        (src / '.gitignore').write_text('/*\n!/debian/\n')
+        for argv in (['init', '-q'], ['add', '-A', '-f'], ['commit', '-q', '-m', 'baseline']):
+            tree.git(src, *argv)
+        self.t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=src)
+        self.frag = root / 'default.config'
+        self.frag.write_text('CONFIG_KUNIT=y\n')
+        self.qemu = root / 'x86_64_gcov.py'
+        self.qemu.write_text('kconfig = "CONFIG_SERIAL_8250=y"\n')
+        self.build = root / 'build'
+        self.build.mkdir()
+        (self.build / 'vmlinux').write_bytes(b'ELF')
+        (self.build / '.config').write_text('CONFIG_KUNIT=y\n')
+
+    def inputs(self) -> Optional[str]:
+        return run.build_inputs(self.t, [self.frag], self.qemu, arch.get('x86_64'))
+
+    def test_every_input_counts(self) -> None:
+        first = self.inputs()
+        self.assertIsNotNone(first)
+        self.assertEqual(self.inputs(), first)
+        changes: List[Callable[[], object]] = [
+            lambda: (self.t.path / 'Makefile').write_text('all: x\n'),    # a change to the tree
+            lambda: (self.t.path / 'new.c').write_text('int x;\n'),      # a file git does not track
+            lambda: (self.t.path / 'new.c').write_text('int y;\n'),      # ... and its content
+            # an ignored one (a kunit/ source, tree.install_kunit()), and its content
+            lambda: (self.t.path / 'kernel' / 'cpuhp_install_kunit.c').write_text('int x;\n'),
+            lambda: (self.t.path / 'kernel' / 'cpuhp_install_kunit.c').write_text('int y;\n'),
+            lambda: self.frag.write_text('CONFIG_KUNIT=y\nCONFIG_KASAN=y\n'),
+            lambda: self.qemu.write_text('kconfig = "CONFIG_SERIAL_8250=n"\n'),
+            lambda: tree.git(self.t.path, 'commit', '-q', '-a', '-m', 'a commit'),
+        ]
+        seen = {first}
+        for change in changes:
+            change()
+            now = self.inputs()
+            self.assertNotIn(now, seen)
+            seen.add(now)
+        with mock.patch.dict(os.environ, {'KCFLAGS': '-O1'}):
+            self.assertNotIn(self.inputs(), seen)
+
+    def test_not_a_git_tree_always_builds(self) -> None:
+        shutil.rmtree(self.t.path / '.git')
+        self.assertIsNone(self.inputs())
+        self.assertFalse(run.reusable_build(self.build, self.inputs()))
+
+    def test_a_tree_built_in_place_always_builds(self) -> None:
+        with mock.patch.object(run, 'UNTRACKED_MAX', 2):
+            for name in ('a.o', 'b.o'):
+                (self.t.path / 'kernel' / name).write_text(name)
+            self.assertIsNotNone(self.inputs())
+            (self.t.path / 'kernel' / 'c.o').write_text('c')
+            self.assertIsNone(self.inputs())
+
+    def test_only_the_kernel_it_built(self) -> None:
+        inputs = self.inputs()
+        self.assertFalse(run.reusable_build(self.build, inputs))      # never built here
+        run.remember_build(self.build, inputs)
+        self.assertTrue(run.reusable_build(self.build, inputs))
+        self.assertFalse(run.reusable_build(self.build, 'other inputs'))
+        # Something else relinked vmlinux (a mutant, make reports, by hand).
+        st = (self.build / 'vmlinux').stat()
+        os.utime(self.build / 'vmlinux', ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+        self.assertFalse(run.reusable_build(self.build, inputs))
+        run.remember_build(self.build, inputs)
+        (self.build / '.config').write_text('CONFIG_KUNIT=y\nCONFIG_KASAN=y\n')
+        self.assertFalse(run.reusable_build(self.build, inputs))
+        run.remember_build(self.build, inputs)
+        run.forget_build(self.build)                                   # a build began
+        self.assertFalse(run.reusable_build(self.build, inputs))
+
+    def test_exec_boots_without_building(self) -> None:
+        args = run.parser().parse_args([])
+        built = run.kunit_command(self.t, args, self.build, Path('/out'), self.qemu, build=False)
+        fresh = run.kunit_command(self.t, args, self.build, Path('/out'), self.qemu)
+        self.assertEqual((built[2], fresh[2]), ('exec', 'run'))
+        self.assertFalse([a for a in built if a.startswith('--jobs')])
+        self.assertTrue([a for a in fresh if a.startswith('--jobs')])
+        self.assertEqual([a for a in built if a != built[2]],
+                         [a for a in fresh if a != fresh[2] and not a.startswith('--jobs')])
 
 
 class EarlyFailureTest(unittest.TestCase):
