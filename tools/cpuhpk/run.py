@@ -208,8 +208,9 @@ def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST) -> Path:
 # A build directory remembers the inputs of kunit.py's last build there
 # (BUILD_STAMP): a run whose inputs are the same boots that kernel again with
 # kunit.py exec instead of kunit.py run, whose olddefconfig and make take
-# 10-25 s on x86 even when nothing changed, in most of make test's boots
-# (make coverage's five, fixes-test's five, the SMP=2 runs).
+# 10-35 s on x86 even when nothing changed. That is 18 of make test's 26
+# boots: each after the first of make coverage and of fixes-test, the SMP=2
+# runs.
 BUILD_STAMP = 'cpuhp-kunit-build.json'
 # The environment kbuild reads besides its command line.
 KBUILD_ENV = ('ARCH', 'CROSS_COMPILE', 'CC', 'LD', 'AR', 'HOSTCC', 'HOSTCXX', 'KCFLAGS',
@@ -222,12 +223,11 @@ UNTRACKED_MAX = 1000
 def build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path,
                  a: arch.Arch) -> Optional[str]:
     """A digest of what kunit.py's build of @t reads: the tree (its commit,
-    its changes to it and the files git does not track, ignored ones too,
-    content and all), the
-    kconfigs, the --qemu_config (its kconfig lines), the make options, the
-    compiler's version and kbuild's environment. None when the tree is not
-    a git tree or has more than UNTRACKED_MAX such files: then every run
-    builds."""
+    its changes and the files git does not track, ignored ones too, content
+    and all), the kconfigs, the --qemu_config (its kconfig lines), the make
+    options, the compiler's version and kbuild's environment. None when the
+    tree is not a git tree or has more than UNTRACKED_MAX such files: then
+    every run builds."""
     h = hashlib.sha256()
 
     def add(label: str, data: bytes) -> None:
