@@ -228,11 +228,6 @@ def build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path,
     options, the compiler's version and kbuild's environment. None when the
     tree is not a git tree or has more than UNTRACKED_MAX such files: then
     every run builds."""
-    h = hashlib.sha256()
-
-    def add(label: str, data: bytes) -> None:
-        h.update(label.encode() + b'\0' + hashlib.sha256(data).digest())
-
     def git_bytes(*argv: str) -> Optional[bytes]:
         res = subprocess.run(['git', '-C', str(t.path), *argv], capture_output=True, check=False)
         return res.stdout if res.returncode == 0 else None
@@ -245,29 +240,20 @@ def build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path,
     untracked = git_bytes('ls-files', '--others', '-z')
     if head is None or diff is None or untracked is None:
         return None
-    files = [rel for rel in untracked.decode(errors='surrogateescape').split('\0') if rel]
-    if len(files) > UNTRACKED_MAX:
+    rels = sorted(r for r in untracked.decode(errors='surrogateescape').split('\0') if r)
+    if len(rels) > UNTRACKED_MAX:
         return None
-    add('head', head)
-    add('diff', diff)
-    for rel in sorted(files):
-        path = t.path / rel
-        if path.is_file():
-            add(f'untracked {rel}', path.read_bytes())
-    for f in frags:
-        add(f'kconfig {f}', f.read_bytes())
-    add('qemu_config', qemu_config.read_bytes())
-    add('make_options', '\n'.join(MAKE_OPTIONS).encode())
-    add('arch', f'{a.name} {a.cross_compile or ""}'.encode())
     try:
         cc = subprocess.run([f'{a.cross_compile or ""}gcc', '--version'],
-                            capture_output=True, check=False).stdout
+                            capture_output=True, text=True, check=False).stdout
     except OSError:
-        cc = b''
-    add('gcc', cc)
-    env = sorted((k, v) for k, v in os.environ.items() if k in KBUILD_ENV or k.startswith('KBUILD_'))
-    add('environment', json.dumps(env).encode())
-    return h.hexdigest()
+        cc = ''
+    rest = json.dumps([head.decode().strip(), hashlib.sha256(diff).hexdigest(), rels,
+                       [str(f) for f in frags], list(MAKE_OPTIONS), a.name, a.cross_compile or '',
+                       cc, sorted((k, v) for k, v in os.environ.items()
+                                  if k in KBUILD_ENV or k.startswith('KBUILD_'))])
+    files = [t.path / r for r in rels if (t.path / r).is_file()]
+    return tree.fingerprint([*frags, qemu_config, *files], rest)
 
 
 def built_kernel(build_dir: Path) -> Optional[List[Any]]:
