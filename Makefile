@@ -23,6 +23,8 @@ STRESS_OPS ?= 0
 # make matrix (and so make test): 1 runs every job, also those whose inputs
 # did not change since they passed (tools/cpuhpk/jobstamp.py).
 FORCE   ?= 0
+# 1: make matrix and make matrix-list take make test's tier only.
+TIER    ?= 0
 # The kernel series and configs make matrix (and so make test) runs: one
 # build each. sanitizers carries every detector (lockdep, KASAN, UBSAN, the
 # lockup and hung-task detectors): one kernel instead of debug and kasan;
@@ -74,16 +76,16 @@ help:
 	@echo '  run          prepare the cached tree, build, boot in QEMU, judge, coverage report -> out/$(KVER)[-$$CONFIG]/'
 	@echo '  run-debug    run with CONFIG=debug: lockdep, PROVE_RCU, atomic-sleep and object checks'
 	@echo '  matrix       for each series of KVERS: coverage for default, run for each other config, the fixes, series and tree jobs, Debian'"'"'s kernel; red if any is'
-	@echo '  test         tools-test, then matrix without MATRIX_ONLY (Debian'"'"'s kernel): what CI runs'
-	@echo '  matrix-list  the kernel jobs of make matrix, one a line (make arguments; make test: all but MATRIX_ONLY)'
+	@echo '  test         tools-test, then the tier of matrix (TIER=1): both default kernels with the coverage gate, 6.12 with FIXES=1: what CI runs'
+	@echo '  matrix-list  the kernel jobs of make matrix, one a line (make arguments; TIER=1: make test'"'"'s)'
 	@echo '  merge-results  merge the out/ directories of DIRS (CI jobs) -> out/merged/'
 	@echo '  tools-test   mypy --strict and the tools own tests on recorded consoles'
 	@echo '  prepare      only install packages, extract the tree, apply src/$(KVER)/, copy kunit/'
 	@echo '  bisect       git bisect run over TREE= from GOOD= to BAD= with the verdict as the test -> out/bisect-<name>/'
-	@echo '  tree-test    TREE= and make bisect on a test tree made from the cached 6.12 tree (part of make test)'
-	@echo '  fixes-test   run FIXES=1 with SMP=4 and SMP=2: our kernel fixes do what they claim (part of make test)'
+	@echo '  tree-test    TREE= and make bisect on a test tree made from the cached 6.12 tree (make matrix)'
+	@echo '  fixes-test   run FIXES=1 on five guests (SMP=4, SMP=2, smt, hotplug, nosmt): our kernel fixes do what they claim'
 	@echo '  fixes-series our kernel fixes as postable series (cover letters, To/Cc), each checked: applies to the pristine tree, checkpatch, builds'
-	@echo '  fixes-series-test  the same, signed off as the commit author without AUTHOR/git config (part of make test)'
+	@echo '  fixes-series-test  the same, signed off as the commit author without AUTHOR/git config (make matrix)'
 	@echo '  coverage     run on the default kernel, flat, SMT, hot-add and nosmt guests + merged coverage gate + selftest anchor -> out/$(KVER)[-smt|-hotplug|-nosmt|-nosmt-force]/'
 	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
 	@echo '  reports      provoke real kernel reports with LKDTM, judge them -> out/reports/ (RECORD=1: into tools/tests/data/reports/)'
@@ -93,7 +95,7 @@ help:
 	@echo '  series       the upstream-shaped series + cover letters + checkpatch -> out/series/$(KVER)/'
 	@echo '  series-check series, then build after every patch and with SYSFS/SUSPEND/TRACING=n'
 	@echo '  series-pristine  series, then git am onto a fresh extraction and kunit.py run as the cover letter says'
-	@echo '  series-test  series-check and series-pristine (the job make test runs for each of SERIES_KVERS)'
+	@echo '  series-test  series-check and series-pristine (the job make matrix runs for each of SERIES_KVERS)'
 	@echo '  clean-cache  delete the cached trees and build directories'
 	@echo 'knobs (current value):'
 	@echo '  KVER=$(KVER)      kernel series: linux-source-$$KVER from Debian'
@@ -113,6 +115,8 @@ help:
 	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
 	@echo '  KVERS=$(KVERS)  the kernel series make matrix and make test run'
+	@echo '  TIER=$(TIER)        1: make matrix and matrix-list take make test'"'"'s tier only'
+	@echo '  FORCE=$(FORCE)       1: make matrix and make test run every job, also those up to date'
 	@echo '  CONFIGS=$(CONFIGS)  the configs they run (empty: 6.12: $(CONFIGS_6.12); 6.1: $(CONFIGS_6.1))'
 	@echo '  RECORD=$(RECORD) BOOTS=$(BOOTS)  make reports: 1 records the consoles as test data; only these boots (tools/cpuhpk/provoke.py)'
 	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
@@ -156,34 +160,36 @@ JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(
        $(if $(filter 6.12,$(KVERS)),tree-test$(,)KVER=6.12$(,)CONFIG=default) \
        $(if $(filter 6.12,$(KVERS)),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_6.12))),$(foreach a,$(OTHER_ARCHS),coverage$(,)KVER=6.12$(,)CONFIG=default$(,)ARCH=$(a))))
 , := ,
-# Jobs of make matrix and of the CI definitions (one job each there) that
-# make test leaves out: Debian's own kernel (CONFIG=debian) alone builds
-# longer cold than make test's budget has left (Documentation/configs.md).
-MATRIX_ONLY ?= $(if $(CONFIGS),,$(if $(filter 6.12,$(KVERS)),run$(,)KVER=6.12$(,)CONFIG=debian))
+# Debian's own kernel (CONFIG=debian): a job of make matrix, with its own
+# configuration (Documentation/configs.md).
+DEBIAN_JOB = $(if $(CONFIGS),,$(if $(filter 6.12,$(KVERS)),run$(,)KVER=6.12$(,)CONFIG=debian))
 # A series of KVERS with no configs would silently run nothing.
-jobs_all = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS) $(MATRIX_ONLY)
+jobs_all = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS) $(DEBIAN_JOB)
 # ARCH= other than x86_64 on the command line (make matrix ARCH=arm64)
 # selects that architecture's jobs: every job would inherit it, and the
 # x86 ones are not built for it.
 jobs_checked = $(if $(filter x86_64,$(ARCH)),$(jobs_all),$(or $(filter %$(,)ARCH=$(ARCH),$(jobs_all)),$(error ARCH=$(ARCH): no job of the matrix is for it (OTHER_ARCHS=$(OTHER_ARCHS), KVERS=$(KVERS)))))
+# make test's tier: the jobs that fit a cold run on one 2-core machine in
+# 45 minutes: every suite on both default kernels with the coverage gate
+# (five guests each) and our kernel fixes on 6.12. make matrix and both CI
+# definitions run every job (Documentation/ci.md#the-tier-and-the-matrix
+# says what each job costs and catches). TIER=1 selects it; with ARCH=
+# another architecture, that architecture's jobs.
+TIER_JOBS = coverage$(,)KVER=6.12$(,)CONFIG=default coverage$(,)KVER=6.1$(,)CONFIG=default \
+	    fixes-test$(,)KVER=6.12$(,)CONFIG=default
+jobs_tier = $(if $(filter x86_64,$(ARCH)),$(or $(filter $(TIER_JOBS),$(jobs_checked)),$(error no job of make test's tier in KVERS=$(KVERS) CONFIGS=$(CONFIGS): make matrix runs them)),$(jobs_checked))
+jobs_run = $(if $(filter 1,$(TIER)),$(jobs_tier),$(jobs_checked))
 
-# Every job runs even when an earlier one is red; the exit status says if any was.
-# A job that passed and whose inputs did not change since is not run again
+# Every job runs even when an earlier one is red; the exit status says if any was
+# (tools/cpuhpk/matrix.py: a line a job as it starts and ends, with the time
+# left estimated from the last passes, and the summary at the end). A job
+# that passed and whose inputs did not change since is not run again
 # (out/.jobs/, tools/cpuhpk/jobstamp.py); FORCE=1 runs it.
-# The last lines name every job and its exit status: a CI log cut to its
-# tail still says which job was red.
 matrix:
-	@rc=0; summary=''; for job in $(jobs_checked); do \
-		s=$$(date +%s); \
-		$(PYTHON) tools/cpuhpk/jobstamp.py --force '$(FORCE)' -- $(MAKE) $$(echo "$$job" | tr , ' '); \
-		r=$$?; [ $$r -eq 0 ] || rc=1; \
-		summary="$$summary$$(printf '\ncpuhp-kunit matrix: %s %s (exit %s, %s s)' "$$([ $$r -eq 0 ] && echo 'ok  ' || echo 'RED ')" "$$(echo "$$job" | tr , ' ')" $$r $$(( $$(date +%s) - s )))"; \
-	done; \
-	printf '%s\n' "$$summary" | sed '/^$$/d'; \
-	echo "cpuhp-kunit matrix: $$([ $$rc -eq 0 ] && echo PASS || echo FAIL)"; exit $$rc
+	$(PYTHON) tools/cpuhpk/matrix.py --force '$(FORCE)' -- $(jobs_run)
 
 test: tools-test
-	@$(MAKE) --no-print-directory matrix MATRIX_ONLY=
+	@$(MAKE) --no-print-directory matrix TIER=1
 
 prepare:
 	$(PYTHON) tools/cpuhpk/tree.py --kver '$(KVER)'
@@ -237,7 +243,7 @@ fixes-series-test: series-config
 # The kernel jobs make test runs, one a line, as make arguments (for a CI
 # engine's matrix; .gitlab-ci.yml and .github/workflows/ list the same).
 matrix-list:
-	@for job in $(jobs_checked); do echo "$$job" | tr , ' '; done
+	@for job in $(jobs_run); do echo "$$job" | tr , ' '; done
 
 merge-results:
 	@test -n '$(DIRS)' || { echo 'usage: make merge-results DIRS="out/a out/b ..."' >&2; exit 2; }

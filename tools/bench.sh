@@ -5,9 +5,9 @@
 #
 #   warm     make test with nothing changed (every job up to date), then
 #            tools-test and every job of make test (make matrix-list
-#            without MATRIX_ONLY) run again, each
-#            timed, make run warm, one kunit/ file edited -> verdict of the
-#            default config
+#            TIER=1) run again, each timed, make run warm, one kunit/ file
+#            edited -> verdict of the default config, and the same edit ->
+#            make test
 #   ratio    kunit.py's own x86_64 build (only CONFIG_KUNIT=y and
 #            CONFIG_KUNIT_EXAMPLE_TEST=y) next to ours (kconfigs/default.config
 #            with kconfigs/x86_64/, CPUHP_KUNIT_GCOV=y), same tree, cold and
@@ -60,7 +60,7 @@ warm() {
 	# What each job costs when one of its inputs changed: each run again.
 	start=$(now)
 	timed "  tools-test (mypy, unit tests)" make -s tools-test
-	make -s matrix-list MATRIX_ONLY= >out/bench.jobs
+	make -s matrix-list TIER=1 >out/bench.jobs
 	while read -r job; do
 		# shellcheck disable=SC2086 # job is make arguments
 		timed "  make $job" make -s $job
@@ -78,6 +78,9 @@ warm() {
 	timed "one kunit/ file edited -> verdict (make run)" make -s run
 	sed -n 's/.*Elapsed time: \([0-9.]*\)s total, \([0-9.]*\)s configuring, \([0-9.]*\)s building, \([0-9.]*\)s running.*/  kunit.py: \3 s building, \4 s running/p' \
 		out/6.12/kunit.log | tee -a "$table"
+	# The same edit, make test: the tier's jobs that read kunit/ run again.
+	printf '/* bench %s */\n' "$(date +%s)" >>"$f"
+	timed "one kunit/ file edited -> make test (the tier)" make -s test
 	mv "$f.bench" "$f"
 	trap - EXIT INT TERM
 	make -s run >/dev/null 2>&1 || die "make run on the committed sources failed"

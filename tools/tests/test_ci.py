@@ -189,7 +189,7 @@ class MatrixListTest(unittest.TestCase):
         in make test, in neither without 6.12's default, none with OTHER_ARCHS=."""
         jobs = [j for j in matrix_list() if 'ARCH=' in j]
         self.assertEqual(jobs, ['coverage KVER=6.12 CONFIG=default ARCH=arm64'])
-        self.assertIn(jobs[0], matrix_list('MATRIX_ONLY='))
+        self.assertNotIn(jobs[0], matrix_list('TIER=1'))
         self.assertEqual([j for j in matrix_list('KVERS=6.1') if 'ARCH=' in j], [])
         self.assertEqual([j for j in matrix_list('CONFIGS=debug') if 'ARCH=' in j], [])
         self.assertEqual([j for j in matrix_list('OTHER_ARCHS=') if 'ARCH=' in j], [])
@@ -234,7 +234,7 @@ class MatrixListTest(unittest.TestCase):
 
     def test_debian_kernel_in_matrix_not_in_test(self) -> None:
         """Debian's kernel is a job of make matrix and of the CI definitions,
-        not of make test: its cold build alone is over the budget (issue 26)."""
+        not of make test."""
         self.assertIn('run KVER=6.12 CONFIG=debian', matrix_list())
         self.assertNotIn('run KVER=6.12 CONFIG=debian', matrix_list('CONFIGS=default'))
         self.assertNotIn('run KVER=6.1 CONFIG=debian', matrix_list('KVERS=6.1'))
@@ -242,6 +242,25 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual(res.returncode, 0, res.stderr)
         self.assertIn('coverage,KVER=6.12,CONFIG=default', res.stdout)
         self.assertNotIn('CONFIG,debian', res.stdout.replace('=', ','))
+
+    def test_the_tier_is_make_test(self) -> None:
+        """make test runs the tier: both default kernels with the coverage
+        gate and 6.12's fixes, each a job of the matrix too; KVER= narrows
+        it, another ARCH takes that architecture's jobs."""
+        tier = ['coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default',
+                'fixes-test KVER=6.12 CONFIG=default']
+        self.assertEqual(matrix_list('TIER=1'), tier)
+        self.assertTrue(set(tier) < set(matrix_list()))
+        self.assertEqual(matrix_list('TIER=1', 'KVER=6.1'), ['coverage KVER=6.1 CONFIG=default'])
+        self.assertEqual(matrix_list('TIER=1', 'ARCH=arm64'),
+                         ['coverage KVER=6.12 CONFIG=default ARCH=arm64'])
+        res = make('-n', 'test')
+        self.assertIn('matrix TIER=1', res.stdout)
+        self.assertIn(' -- ' + ' '.join(j.replace(' ', ',') for j in tier) + '\n',
+                      make('-n', 'matrix', 'TIER=1').stdout)
+        res = make('-s', 'matrix-list', 'TIER=1', 'CONFIGS=sanitizers')
+        self.assertEqual(res.returncode, 2)
+        self.assertIn("no job of make test's tier", res.stderr)
 
     def test_mutate_takes_timeout_only_when_given(self) -> None:
         """make mutate TIMEOUT=300 limits a mutant's run; without it the
