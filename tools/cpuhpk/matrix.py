@@ -47,15 +47,15 @@ def minutes(seconds: float) -> str:
 
 def left(jobs: Sequence[str], estimate: Callable[[str], Optional[int]]) -> str:
     """About how long @jobs take, from @estimate; says how many have no figure."""
-    known = [s for s in map(estimate, jobs) if s is not None]
     if not jobs:
         return 'nothing left'
-    text = f'about {minutes(sum(known))} left' if known else ''
+    known = [s for s in map(estimate, jobs) if s is not None]
     unknown = len(jobs) - len(known)
-    if unknown:
-        what = f'{unknown} job{"s" if unknown > 1 else ""} never timed'
-        text = f'{text} and {what}' if text else f'{what} left'
-    return text
+    plural = 's' if unknown > 1 else ''
+    if not known:
+        return f'{unknown} job{plural} left, none timed yet'
+    text = f'about {minutes(sum(known))} left'
+    return f'{text} and {unknown} job{plural} never timed' if unknown else text
 
 
 def run(jobs: Sequence[str], force: str,

@@ -46,7 +46,7 @@ class MatrixRunTest(unittest.TestCase):
         self.assertEqual(lines[0], 'cpuhp-kunit [1/3] a ... (about 30 min left and 1 job never timed)')
         self.assertEqual(lines[1], 'cpuhp-kunit [1/3] a: ok in 7 min, about 20 min left and 1 job '
                                    'never timed')
-        self.assertEqual(lines[4], 'cpuhp-kunit [3/3] c ... (1 job never timed left)')
+        self.assertEqual(lines[4], 'cpuhp-kunit [3/3] c ... (1 job left, none timed yet)')
         self.assertEqual(lines[5], 'cpuhp-kunit [3/3] c: ok in 7 min, nothing left')
         self.assertEqual(lines[-1], 'cpuhp-kunit matrix: PASS')
 
