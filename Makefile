@@ -42,6 +42,8 @@ DIRS    ?=
 AUTHOR  ?=
 # The kernel series whose upstream-shaped series make test checks (series-test).
 SERIES_KVERS ?= 6.12
+# make finding-mails: the findings mailed (numbers of Documentation/findings/).
+FINDINGS ?= 14 10 04
 # The architectures besides x86_64 whose default kernel make matrix (and so
 # make test) boots, with the coverage gate: 6.12's, when the matrix runs
 # 6.12 and its default config.
@@ -62,7 +64,7 @@ RUN_ARGS = --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --topology '$(TOPOLO
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
-.PHONY: bisect tree-test fixes-test fixes-series fixes-series-test reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge
+.PHONY: bisect tree-test fixes-test fixes-series fixes-series-test reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge finding-mails
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
@@ -92,6 +94,7 @@ help:
 	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
 	@echo '  bench        warm times and the build ratio to kunit.py; PARTS="warm ratio options cold" (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/$(KVER)/'
+	@echo '  finding-mails  the reports of FINDINGS as plain-text mails with their fix as a patch, To/Cc from get_maintainer.pl -> out/finding-mails/$(KVER)/'
 	@echo '  series       the upstream-shaped series + cover letters + checkpatch -> out/series/$(KVER)/'
 	@echo '  series-check series, then build after every patch and with SYSFS/SUSPEND/TRACING=n'
 	@echo '  series-pristine  series, then git am onto a fresh extraction and kunit.py run as the cover letter says'
@@ -122,6 +125,7 @@ help:
 	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
 	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
 	@echo '  AUTHOR=$(AUTHOR)       make series, fixes-series: "Name <email>" of From: and Signed-off-by: (default: git config)'
+	@echo '  FINDINGS=$(FINDINGS)  make finding-mails: the findings to write mails for'
 	@echo '  SERIES_KVERS=$(SERIES_KVERS)  the series make test checks with series-test'
 	@echo '  TREE=$(TREE)  your kernel git tree instead of the Debian one (never written to); KVER follows its version'
 	@echo '  REV=$(REV) LOCAL=$(LOCAL)  TREE=: the revision; 1: with the uncommitted changes of its tracked files (REV=HEAD)'
@@ -268,6 +272,9 @@ series-pristine: series-config
 series-test: series-config
 	$(SERIES_PY) --out 'out/$(KVER)-series' --no-results --check --pristine --smp '$(SMP)' \
 		--timeout '$(TIMEOUT)' --author-of-head
+
+finding-mails: series-config
+	$(PYTHON) tools/cpuhpk/findingmail.py --kver '$(KVER)' --author '$(AUTHOR)' $(FINDINGS)
 
 reports:
 	$(x86_only)
