@@ -92,8 +92,19 @@ class MakeStepsTest(unittest.TestCase):
 
 
 class PatchTextTest(unittest.TestCase):
+    def test_a_backport_is_known_by_its_upstream_line(self) -> None:
+        self.assertTrue(fixseries.is_backport('Subject: x\n\ncommit d385febc9a19 upstream.\n'))
+        self.assertFalse(fixseries.is_backport('Subject: x\n\nLike commit d385febc9a19 '
+                                               'upstream.\n'))
+        for kver in ('6.12', '6.1'):
+            for patch in (REPO / 'src' / kver / 'fixes').glob('*.patch'):
+                with self.subTest(patch=f'{kver}/{patch.name}'):
+                    text = patch.read_text()
+                    self.assertEqual(fixseries.is_backport(text), ' upstream.\n' in text
+                                     and '\ncommit ' in text)
+
     def test_sign_off_keeps_a_backports_trailers(self) -> None:
-        msg = ('cpuhp: Set cpuhp target for boot cpu\n\ncommit f4576ee2315f upstream.\n\n'
+        msg = ('cpu/hotplug: Set cpuhp target for boot cpu\n\ncommit d385febc9a19 upstream.\n\n'
                'Signed-off-by: Phil Auld <pauld@redhat.com>\n'
                'Signed-off-by: Thomas Gleixner <tglx@linutronix.de>\n'
                f'Signed-off-by: cpuhp-kunit developers <{series.PLACEHOLDER}>\n')

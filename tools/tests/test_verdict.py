@@ -308,7 +308,7 @@ class FixesCoverTest(unittest.TestCase):
 
 class KnownReportTest(unittest.TestCase):
     """A known failure by report= covers that kernel report only, in any case it lists."""
-    # The report as upstream adcfb264c3ed quotes it, inside case b; CI hit it
+    # The report as the upstream vmstat fix (adcfb264c3ed, reverted, then 9fd8fcf171dc) quotes it, inside case b; CI hit it
     # in cpuhp_sweep_target.down 152 block/mq:online on the debug kernel.
     def lines(self, caller: str) -> List[str]:
         return ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..2',
