@@ -182,19 +182,22 @@ def posted_patch(kver: str, number: str) -> Path:
 
 
 def patch_text(patch: Path, who: str) -> str:
-    """@patch as sent after the scissors: From/Date/Subject header, [PATCH],
-    signed off by @who only."""
+    """@patch as sent after the scissors: From/Subject header, [PATCH],
+    signed off by @who last (fixseries.signed_off(): a backport keeps its
+    author and upstream trailers; the placeholder author becomes @who)."""
     text = patch.read_text()
     head, sep, rest = text.partition('\n\n')
     subject = re.search(r'^Subject: (.*(?:\n .*)*)', head, re.M)
-    if not sep or not subject:
+    author = re.search(r'^From: (.*)$', head, re.M)
+    if not sep or not subject or not author:
         raise MailError(f'{patch.name}: not a format-patch file')
     subj = re.sub(r'^\[PATCH[^\]]*\]\s*', '', ' '.join(subject.group(1).split()))
     message, dashes, diff = rest.partition('\n---\n')
     if not dashes:
         raise MailError(f'{patch.name}: no "---" line before the diff')
-    message = series.signed_off(message, who)
-    return f'From: {who}\nSubject: [PATCH] {subj}\n\n{message.rstrip()}\n---\n{diff}'
+    frm = who if series.PLACEHOLDER in author.group(1) else author.group(1)
+    message = fixseries.signed_off(message, who)
+    return f'From: {frm}\nSubject: [PATCH] {subj}\n\n{message.rstrip()}\n---\n{diff}'
 
 
 def subject_of(patch_mail: str) -> str:

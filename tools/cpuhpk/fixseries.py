@@ -57,6 +57,8 @@ BUILD_CONFIG = ('CONFIG_64BIT=y', 'CONFIG_SMP=y', 'CONFIG_HOTPLUG_CPU=y', 'CONFI
 GET_MAINTAINER = ('perl', 'scripts/get_maintainer.pl', '--no-rolestats', '--no-git',
                   '--no-git-fallback', '--no-tree')
 FIX_REF = re.compile(r'fixes/(\d{4})')
+# The name a backport's bracketed note carries in src/ until it is signed.
+NOTE_TAG = 'cpuhp-kunit'
 
 
 @dataclass
@@ -249,9 +251,14 @@ def signed_off(message: str, who: str) -> str:
     """@message signed off by @who last, the placeholder's sign-off dropped.
 
     A backport keeps its upstream trailers (the author's and the
-    maintainers' sign-offs); the one who sends it signs off below them.
+    maintainers' sign-offs); the one who sends it signs off below them,
+    and its bracketed note of what changed for the older tree
+    ("[ cpuhp-kunit: ... ]" in src/) is signed with @who's name, as
+    stable-kernel-rules.rst shows it.
     """
-    lines = [ln for ln in message.rstrip('\n').split('\n')
+    name = who.split('<')[0].strip() or who
+    lines = [ln.replace(f'[ {NOTE_TAG}: ', f'[ {name}: ')
+             for ln in message.rstrip('\n').split('\n')
              if not (ln.startswith('Signed-off-by:') and series.PLACEHOLDER in ln)]
     while lines and not lines[-1].strip():
         lines.pop()

@@ -44,14 +44,14 @@ echo 1 > /sys/devices/system/cpu/cpu1/online
 """
 
 PATCH = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
-From: placeholder <x@example.invalid>
+From: cpuhp-kunit developers <dev@cpuhp-kunit.example>
 Date: Sat, 5 Dec 2026 12:41:14 +0000
 Subject: [PATCH 1/3] cpu/hotplug: Keep the
  error
 
 Keep it.
 
-Signed-off-by: placeholder <x@example.invalid>
+Signed-off-by: cpuhp-kunit developers <dev@cpuhp-kunit.example>
 ---
  kernel/cpu.c | 2 +-
  1 file changed, 1 insertion(+), 1 deletion(-)
@@ -157,7 +157,7 @@ class ComposeTest(unittest.TestCase):
                                           f'Signed-off-by: {WHO}\n---\n', '+\tret = ret;')]
         self.assertEqual(order, sorted(order))
         self.assertNotIn('```', body)
-        self.assertNotIn('placeholder', body)
+        self.assertNotIn('cpuhp-kunit.example', body)
         self.assertNotIn('What happens', body)
 
     def test_a_report_without_a_part_makes_no_mail(self) -> None:

@@ -92,6 +92,15 @@ class MakeStepsTest(unittest.TestCase):
 
 
 class PatchTextTest(unittest.TestCase):
+    def test_a_backports_note_is_signed_with_the_senders_name(self) -> None:
+        msg = ('x86/topology: Y\n\ncommit 2066f00e5b2d upstream.\n\n'
+               '[ cpuhp-kunit: only the place of the hunk changed. ]\n\n'
+               'Signed-off-by: Thomas Gleixner <tglx@linutronix.de>\n')
+        out = fixseries.signed_off(msg, 'A User <user@example.org>')
+        self.assertIn('[ A User: only the place of the hunk changed. ]', out)
+        self.assertTrue(out.endswith('Signed-off-by: Thomas Gleixner <tglx@linutronix.de>\n'
+                                     'Signed-off-by: A User <user@example.org>\n'))
+
     def test_a_backport_is_known_by_its_upstream_line(self) -> None:
         self.assertTrue(fixseries.is_backport('Subject: x\n\ncommit d385febc9a19 upstream.\n'))
         self.assertFalse(fixseries.is_backport('Subject: x\n\nLike commit d385febc9a19 '
