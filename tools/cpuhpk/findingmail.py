@@ -1,6 +1,6 @@
 """`make finding-mails`: the findings as the plain-text mails a maintainer reads.
 
-    findingmail.py --kver 6.12 [--author 'Name <email>'] 14 10 07
+    findingmail.py --kver 6.12 [--author 'Name <email>'] 14 10 04
 
 For each finding number, reads its report (Documentation/findings/NN-*.md)
 and the fix it names (src/<KVER>/fixes/NNNN, in the form posted on the
@@ -34,7 +34,7 @@ from cpuhpk import fixseries, series, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FINDINGS = REPO / 'Documentation' / 'findings'
-DEFAULT = ('14', '10', '07')
+DEFAULT = ('14', '10', '04')
 # The header lines every report opens with, under its title.
 FIELDS = ('Class', 'Who meets it', 'Versions', 'Mainline')
 CLASSES = ('bug on a production kernel', 'hardening of a debug interface', 'latent',
