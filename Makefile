@@ -16,6 +16,8 @@ PYTHON  ?= /usr/bin/python3
 MUTANTS ?= mutants
 CONSOLE ?=
 USERSPACE ?= 1
+# make judge: the vmlinux of the console's kernel (its reports' frames decoded).
+VMLINUX ?=
 FIXES   ?= 0
 STRICT  ?= 0
 SEED    ?= 0
@@ -43,7 +45,7 @@ AUTHOR  ?=
 # The kernel series whose upstream-shaped series make test checks (series-test).
 SERIES_KVERS ?= 6.12
 # make finding-mails: the findings mailed (numbers of Documentation/findings/).
-FINDINGS ?= 14 10 07
+FINDINGS ?= 14 10 04
 # The architectures besides x86_64 whose default kernel make matrix (and so
 # make test) boots, with the coverage gate: 6.12's, when the matrix runs
 # 6.12 and its default config.
@@ -112,6 +114,7 @@ help:
 	@echo '  TIMEOUT=$(TIMEOUT)    seconds the booted kernel may take'
 	@echo '  MUTANTS=$(MUTANTS)  directory of -p1 mutant patches for make mutate'
 	@echo '  CONSOLE=$(CONSOLE)  console log for make judge'
+	@echo '  VMLINUX=$(VMLINUX)  make judge: the vmlinux of the console'"'"'s kernel (with debug info): its reports'"'"' frames decoded, file:line'
 	@echo '  USERSPACE=$(USERSPACE)    make judge: 1 expects the user-space suite as make run does; 0: a console without it'
 	@echo '  FIXES=$(FIXES)       1: apply our kernel fixes (src/$$KVER/fixes/series) -> out/$$KVER[-$$CONFIG]-fixes/'
 	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures-$$KVER) are red; run what wedges a CPU'
@@ -143,8 +146,8 @@ tools-test:
 	$(PYTHON) -m unittest discover -s tools/tests -t tools
 
 judge:
-	@test -n '$(CONSOLE)' || { echo 'usage: make judge CONSOLE=<console log> [FILTER=..] [SMP=..] [CONFIG=..]' >&2; exit 2; }
-	$(PYTHON) tools/cpuhpk/run.py --judge '$(CONSOLE)' --userspace '$(USERSPACE)' $(RUN_ARGS)
+	@test -n '$(CONSOLE)' || { echo 'usage: make judge CONSOLE=<console log> [VMLINUX=<vmlinux>] [FILTER=..] [SMP=..] [CONFIG=..]' >&2; exit 2; }
+	$(PYTHON) tools/cpuhpk/run.py --judge '$(CONSOLE)' --userspace '$(USERSPACE)' $(if $(VMLINUX),--vmlinux '$(VMLINUX)') $(RUN_ARGS)
 
 run-debug:
 	$(MAKE) run CONFIG=debug

@@ -5,6 +5,11 @@ and a console in which the kernel booted twice.
 What a report is, and its kind, is tools/cpuhpk/reports.py's table of the
 kernel's own report formats: one finding per report, not per line.
 
+A console in which the firmware speaks again after the kernel did (SeaBIOS's
+or OVMF's banner, the EFI stub's or the x86 decompressor's 'Booting'
+line: reports.FIRMWARE_BANNER) rebooted too, even when the second kernel
+banner was lost.
+
 A case that provokes a report on purpose declares it around the operation,
 by printing (kunit/cpuhp_recorder.c, cpuhp_rec_expect_report_begin()):
 
@@ -53,6 +58,7 @@ class Finding:
     line: str
     why: str
     kind: str = ''      # the report's kind (reports.KINDS); '' for the others
+    title: str = ''     # the report's title (reports.title()): the same bug, the same title
 
     def __str__(self) -> str:
         why = f'{self.why} ({self.kind})' if self.kind else self.why
@@ -99,6 +105,11 @@ def check(lines: Iterable[str]) -> List[Finding]:
             if booted:
                 findings.append(Finding(n, msg, REBOOT))
             booted, documents = True, 0
+        elif (booted or documents) and reports.FIRMWARE_BANNER.match(msg):
+            # The firmware (or the kernel's loader) speaking after the kernel
+            # did: the machine reset. Its banner that follows is the same boot.
+            findings.append(Finding(n, msg, REBOOT))
+            booted, documents = False, 0
         elif ktap.KTAP_TOP.match(msg):
             # A second top-level KTAP document of one boot: booted again
             # without a banner on this console (or a test module loaded).
@@ -115,7 +126,7 @@ def check(lines: Iterable[str]) -> List[Finding]:
         if w is not None and any(windows[w][2] in h for _, h in r.heads):
             seen[w] = True
             continue
-        findings.append(Finding(r.lineno, r.line, KERNEL_REPORT, r.kind.name))
+        findings.append(Finding(r.lineno, r.line, KERNEL_REPORT, r.kind.name, r.title))
     for (begin, end, text), ok in zip(windows, seen):
         if not end:
             findings.append(Finding(begin, f'expect report: {text}',
@@ -128,12 +139,11 @@ def check(lines: Iterable[str]) -> List[Finding]:
 
 def context(lines: Sequence[str], lineno: int) -> str:
     """The report starting at console line @lineno, up to its end-of-trace marker."""
-    out: List[str] = []
-    for line in lines[lineno - 1:lineno - 1 + CONTEXT_LINES]:
-        out.append(line)
-        if END_TRACE.search(line):
-            break
-    return '\n'.join(out)
+    chunk = lines[lineno - 1:lineno - 1 + CONTEXT_LINES]
+    for i, line in enumerate(chunk):
+        if '---[ end ' in line and END_TRACE.search(line):
+            return '\n'.join(chunk[:i + 1])
+    return '\n'.join(chunk)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -11,6 +11,11 @@ are <error> testcases named after their category in a 'cpuhp-kunit' suite.
 Every problem of the verdict lands in exactly one testcase, so a run whose
 verdict is red has at least one failure or error here.
 
+Every problem's title and key (verdict.py: 'WARNING in cpuhp_thread_fun')
+are in its testcase: as <property name="title"> and <property name="key">
+(the same report in two jobs has the same key), and as the first line of
+its entry in the text, with its frames decoded when they were.
+
 Text is stripped of what XML 1.0 cannot carry (ESC, NUL, ...).
 """
 
@@ -19,7 +24,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from cpuhpk import ktap
 from cpuhpk.verdict import Problem, Verdict
@@ -42,13 +47,30 @@ def _el(parent: ET.Element, tag: str, text: str = '', **attrs: str) -> ET.Elemen
 
 
 def _problem_text(problems: List[Problem]) -> str:
-    return '\n\n'.join(f'[{p.category}] {p.message}' + (f'\n{p.detail}' if p.detail else '')
+    return '\n\n'.join(f'[{p.category}] {p.message}'
+                       + (f'\ntitle: {p.title}' if p.title and p.title != p.message else '')
+                       + (f'\n{p.detail}' if p.detail else '')
+                       + (f'\ndecoded:\n{p.decoded}' if p.decoded else '')
                        for p in problems)
+
+
+def _properties(tc: ET.Element, problems: List[Problem]) -> None:
+    """The titles and keys of @problems, once each, as the testcase's properties."""
+    seen: List[Tuple[str, str]] = []
+    for p in problems:
+        for name, value in (('title', p.title), ('key', p.key)):
+            if value and (name, value) not in seen:
+                seen.append((name, value))
+    if seen:
+        props = _el(tc, 'properties')
+        for name, value in seen:
+            _el(props, 'property', name=name, value=value)
 
 
 def _testcase(suite_el: ET.Element, classname: str, name: str, problems: List[Problem],
               test: Optional[ktap.Test] = None, known: Optional[List[Problem]] = None) -> None:
     tc = _el(suite_el, 'testcase', name=name, classname=classname)
+    _properties(tc, problems or known or [])
     diagnostics = '\n'.join(test.diagnostics) if test is not None else ''
     if known and not problems:
         # A finding listed in kunit/known-failures-<KVER>: not red unless STRICT=1.

@@ -110,11 +110,13 @@ def extract_at(console: Iterable[str]) -> Tuple[int, List[str]]:
 def rebooted(line: str) -> bool:
     """@line (inside a KTAP document) starts another boot or another document.
 
-    A second boot banner, or a second top-level 'KTAP version' header: the
-    results of the first document end there, and whatever it left without
-    a result line is crashed (the reboot itself is hygiene.REBOOT).
+    A second boot banner, the firmware's banner, or a second top-level
+    'KTAP version' header: the results of the first document end there, and
+    whatever it left without a result line is crashed (the reboot itself is
+    hygiene.REBOOT).
     """
-    return bool(reports.BOOT_BANNER.match(line) or KTAP_TOP.match(line))
+    return bool(reports.BOOT_BANNER.match(line) or KTAP_TOP.match(line)
+                or reports.FIRMWARE_BANNER.match(line))
 
 
 
@@ -362,6 +364,37 @@ def case_at(root: Test, index: int) -> Optional[Tuple[str, Test]]:
                     return f'{base}.{p.name}', p
                 return base, case
     return None
+
+
+class CaseIndex:
+    """case_at() for many lines of one tree: the same answers, each in
+    constant time (a console with thousands of kernel reports asks for each)."""
+
+    def __init__(self, root: Test) -> None:
+        self.root = root
+        spans: List[Tuple[int, int, str, Test]] = []
+        for suite in root.subtests:
+            for case in suite.subtests:
+                base = f'{suite.name}.{case.name}'
+                spans += [(p.first, p.last, f'{base}.{p.name}', p) for p in case.subtests]
+                if case.subtests:
+                    spans.append((case.first, case.last, f'{base}.{case.subtests[-1].name}',
+                                  case.subtests[-1]))
+                else:
+                    spans.append((case.first, case.last, base, case))
+        end = max((last for _, last, _, _ in spans), default=-1)
+        self.owner: List[Optional[Tuple[str, Test]]] = [None] * (end + 1)
+        # The first span (in case_at()'s order) that holds a line wins.
+        for first, last, name, test in reversed(spans):
+            for i in range(max(first, 0), last + 1):
+                self.owner[i] = (name, test)
+        # A span of unknown start (-1) holds lines before the KTAP: case_at() then.
+        self.unknown = any(first < 0 for first, _, _, _ in spans)
+
+    def at(self, index: int) -> Optional[Tuple[str, Test]]:
+        if index < 0 and self.unknown:
+            return case_at(self.root, index)
+        return self.owner[index] if 0 <= index < len(self.owner) else None
 
 
 def suite_at(root: Test, index: int) -> Optional[Test]:

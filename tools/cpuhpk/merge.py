@@ -12,7 +12,11 @@ coverage: verdict.json, junit.xml, coverage.info) or a mutant set or shard
                 series have two different sources); genhtml's report
   mutants.md    the mutants of every shard, with the kill ratio per set and
                 overall
-  summary.txt   one line per job, the problems, PASS or FAIL
+  findings.json the jobs' problems and known failures counted by key
+                (verdict.py: a kernel report's or failure's title), each
+                finding once however many jobs, cases or parameters hit it,
+                with where it was seen
+  summary.txt   one line per job, the findings, the problems, PASS or FAIL
   index.html    the same as a page, each job linked to its own index.html
 
 Red (exit 1) when a job is red, a directory holds no result, two
@@ -53,6 +57,46 @@ class Job:
     counts: str
     kver: str = ''
     mutants: Optional[Dict[str, Any]] = None     # report.json of a make mutate
+    # A run's problems and known failures (verdict.json).
+    problems: List[verdict.Problem] = dataclasses.field(default_factory=list)
+    known: List[verdict.Problem] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Finding:
+    """One finding of the merge: every problem of every job with its key."""
+    key: str
+    title: str
+    category: str
+    kind: str
+    known: bool                         # a known failure wherever it was seen
+    seen: List[Tuple[str, str]] = dataclasses.field(default_factory=list)  # (job, case)
+
+    @property
+    def jobs(self) -> List[str]:
+        return list(dict.fromkeys(job for job, _ in self.seen))
+
+    def line(self) -> str:
+        what = f'{self.category}:{self.kind}' if self.kind else self.category
+        return (f'{len(self.seen)}x in {len(self.jobs)} job(s): [{what}] {self.title}'
+                + (' (known failure)' if self.known else ''))
+
+
+def findings(jobs: Sequence[Job]) -> List[Finding]:
+    """The problems and known failures of @jobs, one Finding per key: the same
+    report in two jobs, or in many cases of one, is counted once."""
+    out: Dict[str, Finding] = {}
+    for job in jobs:
+        for known, problems in ((False, job.problems), (True, job.known)):
+            for p in problems:
+                # A report's or failure's title names it; anything else is
+                # named by its case and message.
+                title = p.title if p.title and p.category in ('kernel-log', 'failed') else str(p)
+                f = out.setdefault(p.ident(), Finding(p.ident(), title, p.category, p.kind,
+                                                       known))
+                f.known = f.known and known
+                f.seen.append((job.label, p.name))
+    return sorted(out.values(), key=lambda f: (f.known, -len(f.jobs), -len(f.seen), f.title))
 
 
 def read_job(d: Path) -> Job:
@@ -91,7 +135,8 @@ def read_job(d: Path) -> Job:
                              ('smp', '4'), ('topology', 'flat'), ('fixes', '0'), ('strict', '0')))
         passed, failed, skipped, known = v.closing_counts()
         return Job(d, label or d.name, v.ok, f'{passed} passed, {failed} failed, '
-                   f'{skipped} skipped, {known} known', context.get('kver', ''))
+                   f'{skipped} skipped, {known} known', context.get('kver', ''),
+                   problems=v.problems, known=v.known)
     raise tree.PrepareError(f'{d}: no verdict.json, report.json or series.json: not the out/ '
                             'directory of a make run, coverage, mutate or series-test')
 
@@ -260,7 +305,17 @@ def merge(dirs: Sequence[Path], out: Path) -> int:
     merge_junit(jobs, problems).write(out / 'junit.xml', encoding='utf-8',
                                       xml_declaration=True)
     ok = bool(jobs) and all(j.ok for j in jobs) and not problems
+    found = findings(jobs)
+    (out / 'findings.json').write_text(json.dumps(
+        [{'key': f.key, 'title': f.title, 'category': f.category, 'kind': f.kind,
+          'known': f.known, 'count': len(f.seen), 'jobs': f.jobs,
+          'seen': [{'job': j, 'case': c} for j, c in f.seen]} for f in found], indent=1) + '\n')
     lines = [f"{'PASS' if j.ok else 'FAIL'}  {j.label:45} {j.counts}  ({j.path})" for j in jobs]
+    if found:
+        lines.append(f'findings: {len(found)} distinct, {sum(len(f.seen) for f in found)} '
+                     f'in all ({sum(not f.known for f in found)} red, '
+                     f'{sum(f.known for f in found)} known failures)')
+        lines += [f'  {f.line()}' for f in found]
     lines += [f'merge problem: {p}' for p in problems]
     if table:
         lines.append(table[0].strip())
@@ -271,7 +326,10 @@ def merge(dirs: Sequence[Path], out: Path) -> int:
     rows = [{'ok': j.ok, 'label': j.label, 'counts': j.counts, 'path': str(j.path),
              'page': os.path.relpath(j.path / 'index.html', out)
              if (j.path / 'index.html').is_file() else ''} for j in jobs]
-    (out / 'index.html').write_text(page.merge_page(ok, rows, problems, table))
+    (out / 'index.html').write_text(page.merge_page(ok, rows, problems, table, [
+        {'title': f.title, 'category': f.category, 'kind': f.kind, 'known': f.known,
+         'count': len(f.seen), 'jobs': f.jobs, 'cases': list(dict.fromkeys(c for _, c in f.seen))}
+        for f in found]))
     print('\n'.join(lines))
     return 0 if ok else 1
 

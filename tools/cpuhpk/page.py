@@ -3,7 +3,10 @@
 Written from what the run left in its directory, every time its verdict is
 written (run.write_outputs()) and once more when the run ends (coverage):
 the verdict and counts at the top, every problem with its case and quoted
-output, the known failures (and those that did not occur), the skips with
+output (one row per finding: the same report or failure in many cases or
+parameters, one key, is one row listing them; a kernel report's frames
+decoded against the run's vmlinux when they were, decode.py), the known
+failures (and those that did not occur), the skips with
 their reasons, coverage per file and per gated function (summary.txt, with
 a link to genhtml's report), the state map (states.html, embedded), and the
 run's context: kernel, config, SMP, filter, seed, commit. make merge-results
@@ -48,15 +51,51 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return '\n'.join(out) + '</table>'
 
 
+def findings(problems: Sequence[verdict.Problem]) -> List[List[verdict.Problem]]:
+    """@problems grouped by key (verdict.Problem.ident()), in first-seen order."""
+    groups: Dict[str, List[verdict.Problem]] = {}
+    for p in problems:
+        groups.setdefault(p.ident(), []).append(p)
+    return list(groups.values())
+
+
+# Cases listed in a row before the rest are folded away.
+CASES_SHOWN = 8
+
+
+def _cases(group: Sequence[verdict.Problem]) -> str:
+    names = list(dict.fromkeys(p.name or '(run)' for p in group))
+    shown = '<br>'.join(f'<span class="case">{esc(n)}</span>' for n in names[:CASES_SHOWN])
+    if len(names) > CASES_SHOWN:
+        rest = '<br>'.join(f'<span class="case">{esc(n)}</span>' for n in names[CASES_SHOWN:])
+        shown += (f'<details><summary>and {len(names) - CASES_SHOWN} more</summary>{rest}'
+                  '</details>')
+    return shown
+
+
 def _problem_rows(problems: Sequence[verdict.Problem]) -> List[List[str]]:
     rows = []
-    for p in problems:
+    for group in findings(problems):
+        p = group[0]
         detail = (f'<details><summary>quoted output</summary><pre>{esc(p.detail)}</pre>'
                   '</details>') if p.detail else ''
+        decoded = next((q.decoded for q in group if q.decoded), '')
+        if decoded:
+            detail += ('<details open><summary>stack decoded against the vmlinux (file:line, '
+                       f'inlined frames)</summary><pre>{esc(decoded)}</pre></details>')
         kind = f' <span class="muted">({esc(p.kind)})</span>' if p.kind else ''
-        rows.append([esc(p.category) + kind, f'<span class="case">{esc(p.name or "(run)")}</span>',
-                     esc(p.message) + detail])
+        times = f' <b>&times;{len(group)}</b>' if len(group) > 1 else ''
+        title = f'<b>{esc(p.title)}</b><br>' if p.title and p.title != p.message else ''
+        more = (f' <span class="muted">(and {len(group) - 1} more alike)</span>'
+                if len(group) > 1 else '')
+        rows.append([esc(p.category) + kind + times, _cases(group),
+                     title + esc(p.message) + more + detail])
     return rows
+
+
+def _distinct(problems: Sequence[verdict.Problem]) -> str:
+    n = len(findings(problems))
+    return f' <span class="muted">{n} distinct</span>' if n < len(problems) else ''
 
 
 def _document(title: str, body: List[str]) -> str:
@@ -74,6 +113,7 @@ def context_rows(context: Dict[str, str], out: Path) -> List[List[str]]:
         ('FILTER', context.get('filter') or '*'), ('FIXES', context.get('fixes', '')),
         ('STRICT', context.get('strict', '')), ('stress seed', seed.group(1) if seed else ''),
         ('commit', context.get('commit', '')), ('console', context.get('console', '')),
+        ('stack traces', context.get('decoded', '')),
         ('user-space suite expected', context.get('userspace', ''))]
     return [[esc(k), f'<code>{esc(v)}</code>'] for k, v in fields if v]
 
@@ -88,12 +128,13 @@ def run_page(out: Path) -> str:
             f'<div class="counts">kunit: {passed} passed, {failed} failed, {skipped} skipped'
             f'{f", {known} known failures" if known else ""}</div>',
             _table((), context_rows(context, out))]
-    body.append(f'<h2>Problems ({len(v.problems)})</h2>')
+    body.append(f'<h2>Problems ({len(v.problems)}){_distinct(v.problems)}</h2>')
     body.append(_table(('category', 'case', 'what'), _problem_rows(v.problems))
                 if v.problems else '<p>None: every case the run asked for passed or was '
                 'skipped for a listed reason, and the console is clean.</p>')
     if v.known or v.not_seen:
-        body.append(f'<h2>Known failures ({len(v.known)})</h2><p>Kernel findings listed in '
+        body.append(f'<h2>Known failures ({len(v.known)}){_distinct(v.known)}</h2><p>Kernel '
+                    'findings listed in '
                     f'<code>kunit/known-failures-&lt;KVER&gt;</code>, written up in '
                     f'<a href="{FINDINGS}">Documentation/findings/</a>; not red unless '
                     'STRICT=1.</p>')
@@ -133,8 +174,9 @@ def write_run(out: Path) -> Path:
 
 
 def merge_page(ok: bool, jobs: Sequence[Dict[str, Any]], problems: Sequence[str],
-               mutants: Sequence[str]) -> str:
-    """The page of make merge-results: one row per job, linking its own page."""
+               mutants: Sequence[str], found: Sequence[Dict[str, Any]] = ()) -> str:
+    """The page of make merge-results: one row per job, linking its own page;
+    the findings of all jobs (@found: merge.findings()), each once."""
     state = 'PASS' if ok else 'FAIL'
     body = [f'<h1>cpuhp-kunit merge <span class="verdict {state.lower()}">{state}</span></h1>',
             f'<div class="counts">{len(jobs)} job(s)</div>', '<h2>Jobs</h2>',
@@ -142,6 +184,20 @@ def merge_page(ok: bool, jobs: Sequence[Dict[str, Any]], problems: Sequence[str]
                 [('PASS' if j['ok'] else '<b>FAIL</b>'), esc(j['label']), esc(j['counts']),
                  f'<a href="{esc(j["page"])}">{esc(j["path"])}</a>' if j.get('page')
                  else esc(j['path'])] for j in jobs])]
+    if found:
+        body.append(f'<h2>Findings ({len(found)} distinct, {sum(f["count"] for f in found)} '
+                    'in all)</h2><p>The problems and known failures of every job, each '
+                    'finding once: the same kernel report or failure in many jobs, cases '
+                    'or parameters has one title.</p>')
+        body.append(_table(('finding', 'seen', 'jobs', 'cases'), [
+            [f'<b>{esc(f["title"])}</b> <span class="muted">({esc(f["category"])}'
+             + (f', {esc(f["kind"])}' if f['kind'] else '') + ')'
+             + (', known failure' if f['known'] else '') + '</span>',
+             f'{f["count"]}&times;', '<br>'.join(esc(j) for j in f['jobs']),
+             '<br>'.join(f'<span class="case">{esc(c or "(run)")}</span>'
+                         for c in f['cases'][:CASES_SHOWN])
+             + (f' <span class="muted">and {len(f["cases"]) - CASES_SHOWN} more</span>'
+                if len(f['cases']) > CASES_SHOWN else '')] for f in found]))
     if problems:
         body.append('<h2>Problems of the merge</h2><ul>'
                     + ''.join(f'<li>{esc(p)}</li>' for p in problems) + '</ul>')

@@ -1,4 +1,4 @@
-"""The kernel's reports: one table of their formats, and a console scanner.
+"""The kernel's reports: one table of their formats, a console scanner, titles.
 
 A report is what the kernel prints when it catches itself misbehaving: a
 WARN(), a BUG, an oops, a sanitizer, lockdep, a stall or lockup detector.
@@ -7,11 +7,12 @@ below lists them, with the source that prints each, so that a line that
 merely contains a word ('WARNING:', 'Oops', 'general protection fault')
 is not taken for one. Every pattern is anchored at the start of the
 message, after the console's prefixes (timestamps, caller ids, dmesg -T,
-journalctl and syslog prefixes: strip_prefix()); a message that a
-subsystem prefixes with its own name ('Spectre V2 : WARNING: ...',
-'XFS (loop4): WARNING: ...', 'traps: a.out[12] general protection
-fault ip:...' from a user-space crash) is therefore not a report, with the
-exceptions the kernel's own pr_fmt() adds (watchdog:, rcu:, kmemleak:).
+journalctl and syslog prefixes, the stamps a serial logger or CI adds:
+strip_prefix()); a message that a subsystem prefixes with its own name
+('Spectre V2 : WARNING: ...', 'XFS (loop4): WARNING: ...', 'traps:
+a.out[12] general protection fault ip:...' from a user-space crash) is
+therefore not a report, with the exceptions the kernel's own pr_fmt()
+adds (watchdog:, rcu:, kmemleak:).
 
 The formats were taken from the 6.12 and 6.1 sources (lib/bug.c and
 kernel/panic.c for WARN/BUG, arch/x86/kernel/{traps,dumpstack}.c and
@@ -20,16 +21,29 @@ mm/kasan/report.c, mm/kfence/report.c, kernel/kcsan/report.c,
 mm/kmsan/report.c, lib/ubsan.c, kernel/locking/lockdep.c,
 kernel/rcu/tree_stall.h, kernel/hung_task.c, kernel/watchdog*.c,
 kernel/workqueue.c, lib/refcount.c, lib/list_debug.c, lib/debugobjects.c,
-mm/kmemleak.c, kernel/sched/core.c, mm/slub.c, mm/memory.c) and checked
-against how syzkaller's pkg/report reads Linux consoles (the same anchored
-heads; its list of harmless lines that look like reports).
+mm/kmemleak.c, kernel/sched/core.c, mm/slub.c, mm/memory.c) and from
+syzkaller's report parser (google/syzkaller pkg/report/linux.go, its table
+of oops headers and the console prefixes it accepts), which reads consoles
+of every kernel version since 4.x: the older wordings of the same reports
+(lockdep's bracketed headers, 'BUG: KASan:', 'UBSAN: Undefined behaviour
+in', SLUB's 'INFO:' lines) and the kinds it knows besides ours are in the
+table with the source that printed them. Documentation/verdict.md lists
+what of syzkaller's table was taken and what was left out, and why.
+
+Every report also gets a title (title()), the way kernel CI systems title
+them: 'KASAN: slab-use-after-free Read in cpuhp_invoke_callback', 'WARNING
+in cpuhp_thread_fun', 'INFO: task hung in smpboot_thread_fn'. A title names
+the bug, not the occasion: no address, CPU, PID, time or line number, the
+function where the report's own code is skipped (dump_stack, __warn, the
+sanitizer's runtime, the lock primitives); the same report in two runs has
+the same title, which is the key two runs or two jobs are compared by.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterable, List, Optional, Pattern, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,21 +52,33 @@ class Kind:
     fatal: bool         # the task (oops class) or the whole kernel (panic) dies
     head: Pattern[str]  # the head line, anchored at the message's start
     source: str         # what prints it
+    # Kinds of report this line is a part of when it comes while one is open
+    # (within PART_LINES of its last head, no end marker between): SLUB's
+    # 'INFO:' lines of a SLUB or an old KASAN report, kmemleak's summary
+    # after the objects it lists. Alone, the line is a report of its own.
+    joins: Tuple[str, ...] = ()
+    # Kinds whose head, within MERGE_LINES after this one, belongs to this
+    # report (besides FOLLOWERS): syzkaller's 'BUG: memory leak' and the
+    # kmemleak object it prints next.
+    leads: Tuple[str, ...] = ()
 
 
-def _k(name: str, fatal: bool, head: str, source: str) -> Kind:
-    return Kind(name, fatal, re.compile(head), source)
+def _k(name: str, fatal: bool, head: str, source: str, joins: Tuple[str, ...] = (),
+       leads: Tuple[str, ...] = ()) -> Kind:
+    return Kind(name, fatal, re.compile(head), source, joins, leads)
 
 
 # The order matters: the first kind whose head matches names the report, so
 # the specific 'BUG: KASAN:' comes before the generic 'BUG:'.
 KINDS: Tuple[Kind, ...] = (
     _k('panic', True, r'Kernel panic - not syncing: ', 'kernel/panic.c panic()'),
-    _k('kasan', False, r'BUG: KASAN: ', 'mm/kasan/report.c'),
+    # 'KASan' and spaces in the bug type: 4.0-4.3 ('BUG: KASan: use after free in').
+    _k('kasan', False, r'BUG: KAS(?:AN|an): ', 'mm/kasan/report.c'),
     _k('kfence', False, r'BUG: KFENCE: ', 'mm/kfence/report.c'),
     _k('kcsan', False, r'BUG: KCSAN: ', 'kernel/kcsan/report.c'),
     _k('kmsan', False, r'BUG: KMSAN: ', 'mm/kmsan/report.c'),
-    _k('ubsan', False, r'UBSAN: (?:[\w-]+ in \S+|[\w /-]+ at \S+)', 'lib/ubsan.c ubsan_prologue()'),
+    _k('ubsan', False, r'UBSAN: (?:Undefined behaviour in \S+|[\w-]+ in \S+|[\w /-]+ at \S+)',
+       'lib/ubsan.c ubsan_prologue() (4.5-5.x: "UBSAN: Undefined behaviour in")'),
     _k('soft-lockup', False, r'(?:watchdog: )?BUG: soft lockup - CPU#\d+ stuck',
        'kernel/watchdog.c watchdog_timer_fn()'),
     _k('hard-lockup', False,
@@ -60,28 +86,47 @@ KINDS: Tuple[Kind, ...] = (
        'kernel/watchdog.c watchdog_hardlockup_check(), kernel/watchdog_perf.c'),
     _k('workqueue-lockup', False, r'BUG: workqueue lockup - pool',
        'kernel/workqueue.c wq_watchdog_timer_fn()'),
-    _k('hung-task', False, r'INFO: task \S+:\d+ blocked for more than \d+ seconds\.',
-       'kernel/hung_task.c check_hung_task()'),
+    # 'blocked in I/O wait': mainline's hung_task_info() since v7.1 ('blocked%s for
+    # more than', " in I/O wait" for a task in iowait); "can't die": the
+    # debug patch of linux-next that syzkaller's table knows.
+    _k('hung-task', False,
+       r"INFO: task .+?:\d+ (?:blocked(?: in I/O wait)?|can't die) for more than \d+ seconds\.",
+       'kernel/hung_task.c check_hung_task(), hung_task_info()'),
     _k('rcu-stall', False,
        r"(?:rcu: )?INFO: rcu_\w+ (?:self-)?detected (?:expedited )?stalls?\b",
        'kernel/rcu/tree_stall.h, kernel/rcu/tasks.h'),
+    # Until 4.9 lockdep wrote its headers in brackets ('[ INFO: possible
+    # circular locking dependency detected ]', '[ BUG: bad unlock balance
+    # detected! ]'); 4.10-4.14 wrote some as 'BUG:' without them.
     _k('lockdep', False,
        r'WARNING: (?:possible (?:circular locking dependency|recursive locking|irq lock '
        r'inversion dependency) detected|inconsistent lock state|\w+-safe -> \w+-unsafe lock '
        r'order detected|bad unlock balance detected!|held lock freed!|\S+/\d+ still has '
        r'locks held!|Nested lock was not taken|bad contention detected!|lock held when '
        r'returning to user space!|possible deadlock)|\[ BUG: Invalid wait context \]'
+       r'|\[ (?:INFO|BUG): (?:possible (?:circular locking dependency|recursive locking|irq '
+       r'lock inversion dependency) detected|inconsistent lock state|\S+-safe -> \S+-unsafe '
+       r'lock order detected|bad unlock balance detected!|held lock freed!|\S+/\d+ still has '
+       r'locks held!|lock held when returning to user space!|bad contention detected!|Nested '
+       r'lock was not taken) \]'
        r'|INFO: trying to register non-static key\.'
-       r'|BUG: (?:key \S+ has not been registered!|looking up invalid subclass)',
-       'kernel/locking/lockdep.c'),
-    _k('rcu-usage', False, r'WARNING: suspicious RCU usage',
+       r'|BUG: (?:key \S+ has not been registered!|looking up invalid subclass'
+       r'|bad unlock balance detected!|held lock freed!|\S+/\d+ still has locks held!'
+       r'|lock held when returning to user space!)',
+       'kernel/locking/lockdep.c (kernel/lockdep.c until 3.15)'),
+    _k('rcu-usage', False, r'WARNING: suspicious RCU usage|\[ INFO: suspicious RCU usage\. \]',
        'kernel/locking/lockdep.c lockdep_rcu_suspicious()'),
     _k('sleep-in-atomic', False,
        r'BUG: (?:sleeping function called from invalid context|scheduling while atomic'
-       r'|workqueue leaked atomic, lock or RCU)',
-       'kernel/sched/core.c __might_resched(), __schedule_bug(); kernel/workqueue.c'),
-    _k('preemptible', False, r'BUG: using (?:__this_cpu_\w+\(\)|smp_processor_id\(\)) in '
-       r'preemptible', 'lib/smp_processor_id.c check_preemption_disabled()'),
+       r'|workqueue leaked atomic, lock or RCU|workqueue leaked lock or atomic)',
+       'kernel/sched/core.c __might_resched(), __schedule_bug(); kernel/workqueue.c '
+       'process_one_work() (6.1: "leaked lock or atomic")'),
+    _k('preemptible', False, r'BUG: using \w+\(\) in preemptible',
+       'lib/smp_processor_id.c check_preemption_disabled()'),
+    _k('spinlock', False,
+       r'BUG: (?:spinlock|rwlock) (?:lockup suspected|already unlocked|recursion|cpu recursion'
+       r'|bad magic|wrong owner|wrong CPU|trylock failure on UP)',
+       'kernel/locking/spinlock_debug.c spin_dump(), rwlock_bug()'),
     _k('refcount', False,
        r'refcount_t: (?:saturated|addition on 0|underflow|decrement hit 0);',
        'lib/refcount.c refcount_warn_saturate()'),
@@ -89,33 +134,68 @@ KINDS: Tuple[Kind, ...] = (
        'lib/list_debug.c'),
     _k('odebug', False, r'ODEBUG: \w+ \S+ \(active state \d+\)',
        'lib/debugobjects.c debug_print_object()'),
+    # 'unreferenced object': with kmemleak.verbose=1 (or a kernel that prints
+    # each leak); 'BUG: memory leak': what syzkaller's executor prints before
+    # it copies /sys/kernel/debug/kmemleak to the console.
+    _k('kmemleak', False, r'(?:kmemleak: )?unreferenced object 0x[0-9a-f]+ \(size \d+\):',
+       'mm/kmemleak.c print_unreferenced()'),
+    _k('kmemleak', False, r'BUG: memory leak$', "syzkaller's executor (its table: 'BUG: "
+       "memory leak')", leads=('kmemleak',)),
     _k('kmemleak', False, r'kmemleak: \d+ new suspected memory leaks',
-       'mm/kmemleak.c kmemleak_scan()'),
-    _k('bad-page', False, r'BUG: Bad (?:page state|page map|rss-counter state)',
-       'mm/page_alloc.c bad_page(), mm/memory.c print_bad_pte(), kernel/fork.c check_mm()'),
+       'mm/kmemleak.c kmemleak_scan()', joins=('kmemleak',)),
+    _k('bad-page', False,
+       r'BUG: (?:Bad (?:page state|page map|page cache|rss-counter state)'
+       r'|non-zero (?:nr_ptes|nr_pmds|pgtables_bytes) on freeing mm)',
+       'mm/page_alloc.c bad_page(), mm/memory.c print_bad_pte(), mm/filemap.c, '
+       'kernel/fork.c check_mm()'),
     _k('page-fault', True,
        r'BUG: (?:kernel NULL pointer dereference|unable to handle (?:page fault|kernel))'
        r'|Unable to handle kernel (?:NULL pointer dereference|paging request|execute|'
-       r'read|write|access)',
-       'arch/x86/mm/fault.c show_fault_oops(), arch/arm64/mm/fault.c die_kernel_fault()'),
+       r'read|write|access)'
+       r'|BUG: (?:Kernel NULL pointer dereference|Unable to handle kernel (?:data access'
+       r'|instruction fetch|unaligned access))',
+       'arch/x86/mm/fault.c show_fault_oops(), arch/arm64/mm/fault.c die_kernel_fault(), '
+       'arch/powerpc/mm/fault.c __bad_page_fault()'),
     _k('stack-overflow', True,
        r'BUG: (?:TASK |IRQ |\w+ )?stack guard page was hit|kernel stack overflow'
        r'|Insufficient stack space to handle exception!',
        'arch/x86/kernel/traps.c handle_stack_overflow(), arch/arm64/kernel/traps.c'),
     _k('gpf', True, r'(?:Oops: )?general protection fault(?:, |: )',
        'arch/x86/kernel/traps.c exc_general_protection() (kernel mode)'),
-    _k('divide-error', True, r'(?:Oops: )?divide error: [0-9a-f]{4}',
+    # 'divide_error:': the name 5.8's IDTENTRY conversion (9d06c4027f21) gave
+    # the trap for a while, as syzkaller's table has it.
+    _k('divide-error', True, r'(?:Oops: )?divide(?: |_)error: [0-9a-f]{4}',
        'arch/x86/kernel/traps.c do_error_trap() (kernel mode)'),
     _k('invalid-opcode', True, r'(?:Oops: )?invalid opcode: [0-9a-f]{4}',
        'arch/x86/kernel/traps.c handle_invalid_op() (kernel mode)'),
     _k('double-fault', True, r'PANIC: double fault|(?:Oops: )?(?:double fault|stack segment): ',
        'arch/x86/kernel/traps.c exc_double_fault(), exc_stack_segment()'),
-    _k('bug', True, r'kernel BUG at \S+:\d+!', 'lib/bug.c report_bug() for BUG()'),
+    _k('bug', True, r'kernel BUG at \S+:\d+!|Kernel BUG at \S+',
+       'lib/bug.c report_bug() for BUG() ("Kernel BUG at": without DEBUG_BUGVERBOSE)'),
+    _k('rust-panic', True, r'rust_kernel: panicked at ',
+       'rust/kernel/lib.rs panic handler (pr_emerg!, then BUG())'),
     _k('oops', True, r'Oops(?: - \w+)?: |Internal error: ',
        'arch/x86/kernel/dumpstack.c __die(), arch/arm64/kernel/traps.c die()'),
-    _k('slab', False, r'BUG [\w.:-]+ \([^)]*\): ', 'mm/slub.c slab_bug()'),
+    # Without the taint: 2.6.x-3.x ('BUG kmalloc-64: Poison overwritten').
+    _k('slab', False, r'BUG [\w.:-]+(?: \([^)]*\))?: \S', 'mm/slub.c slab_bug()'),
+    # SLUB's lines under its head until 5.13 ('INFO: Freed in', 'INFO: Object
+    # ... @offset'); old KASAN printed them too: a part of either report, or
+    # a report whose head was lost.
+    _k('slab', False,
+       r'INFO: (?:(?:Allocated|Freed) in \S+ age=|Object 0x[0-9a-f]+ @offset=\d+'
+       r'|Slab 0x[0-9a-f]+ objects=\d+|0x[0-9a-f]+-0x[0-9a-f]+ @offset=\d+\. First byte)',
+       'mm/slub.c print_track(), print_trailer(), print_page_info(), check_bytes_and_report() '
+       '(until 5.13)', joins=('slab', 'kasan')),
+    _k('netdev-refcount', False, r'unregister_netdevice: waiting for \S+ to become free',
+       'net/core/dev.c netdev_wait_allrefs_any()'),
+    _k('vfs', False, r'VFS: (?:Busy inodes after unmount of \S+|Close: file count is 0)',
+       'fs/super.c generic_shutdown_super(), fs/open.c filp_flush() (older: filp_close())'),
+    _k('stack-unwind', False,
+       r'WARNING: kernel stack (?:regs|frame pointer) at \S+ in \S+ has bad',
+       'arch/x86/kernel/unwind_frame.c update_stack_state() (frame-pointer unwinder)'),
     _k('warning', False,
-       r'WARNING: (?:CPU: \d+ PID: \d+ at |at )\S+|WARNING: [\w./-]+:\d+ at \S+',
+       r'WARNING: (?:CPU: \d+ PID: \d+ at |at )\S+|WARNING: [\w./-]+:\d+ at \S+'
+       r'|WARNING: \[[^\]]*\] [\w./-]+:\d+ at \S+',
        'kernel/panic.c __warn() (WARN(), WARN_ON(), WARN_ONCE())'),
     _k('bug', False, r'BUG: ', 'any other BUG: report'),
 )
@@ -130,22 +210,39 @@ LOCKDEP_OFF = re.compile(
 
 # A second boot in the same console: the guest (or machine) rebooted.
 BOOT_BANNER = re.compile(r'Linux version \d+\.\d+\S* \(')
+# What the firmware and the kernel's own loader print before the kernel's
+# banner: after a boot, the machine reset (a watchdog, a triple fault, a
+# panic with panic=N) even when the console lost the next banner.
+# SeaBIOS src/bootsplash.c enable_vga_console(); EDK2/OVMF
+# MdeModulePkg/Universal/BdsDxe/BdsEntry.c; the EFI stub
+# drivers/firmware/efi/libstub/efi-stub-entry.c; the x86 decompressor
+# arch/x86/boot/compressed/misc.c (syzkaller: 'unexpected kernel reboot').
+FIRMWARE_BANNER = re.compile(
+    r'SeaBIOS \(version |\W{0,4}BdsDxe: (?:loading|starting) Boot[0-9A-F]{4} '
+    r'|EFI stub: Booting Linux Kernel|Booting the kernel\b')
 
 # The console's own prefixes, stripped one after another from a line's
-# start: a syslog priority, rsyslog/journalctl '<date> <host> kernel:',
-# journalctl -o short-iso, dmesg -T's date, printk's timestamp and caller id,
-# dmesg -x's facility and level.
-PREFIXES = re.compile(
-    r'(?:<\d{1,3}>'
-    r'|(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? '
-    r'\S+ kernel: '
-    r'|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)? \S+ kernel: '
-    r'|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)'
-    r' [ \d]\d \d\d:\d\d:\d\d \d{4}\] ?'
-    r'|\[ *\d+\.\d+\] ?'
-    r'|\[ *[TC]\d+\] ?'
-    r'|\w+ *:\w+ *: )')
-_TIMESTAMP_NEXT = re.compile(r'\[ *(?:\d+\.\d+|[TC]\d+)\]')
+# start. Stamps: printk's time, dmesg -T's date, syslog's and a serial
+# logger's or CI's date and time (2024-01-02T10:11:12.345Z, 2024/01/02
+# 10:11:12 as syzkaller's logs, 10:11:12, grabserial's [12.3 0.1]); after a
+# stamp, journalctl's and syslog's '<host> kernel: '. Then printk's caller
+# id ([T1], [C4]), a syslog priority, what 3.x-5.9 printed glued before the
+# next message when the console lost some ('** 2499 printk messages
+# dropped ** ', kernel/printk/printk.c console_unlock()), a getty prompt
+# the next message was glued to ('syzkaller login: ', as syzkaller's
+# console reader accepts), and dmesg -x's facility and level.
+_MONTH = r'(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)'
+_STAMP = re.compile(
+    r'(?:\[ *\d+\.\d+\] ?'
+    r'|\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ' + _MONTH + r' [ \d]\d \d\d:\d\d:\d\d \d{4}\] ?'
+    r'|' + _MONTH + r' [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? '
+    r'|\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]? '
+    r'|\[?\d\d:\d\d:\d\d(?:[.,]\d+)?\]? '
+    r'|\[ *\d+\.\d+ +\d+\.\d+\] ?)')
+_HOST = re.compile(r'[\w.-]+ kernel: ')
+_OTHER = re.compile(r'(?:\[ *[TC]\d+\] ?|<\d{1,3}>|\*\* \d+ printk messages dropped \*\* ?'
+                    r'|\S+ login: (?=\[ *\d+\.\d+\]))')
+_DMESG_X = re.compile(r'\w+ *:\w+ *: (?=\[ *(?:\d+\.\d+|[TC]\d+)\])')
 
 
 def strip_prefix(line: str) -> str:
@@ -153,29 +250,45 @@ def strip_prefix(line: str) -> str:
 
     The message's own indentation (KTAP nesting) is kept: a prefix is one
     separator wide. dmesg -x's 'kern  :warn  : ' is taken only before a
-    timestamp, where nothing else looks like it.
+    timestamp, '<host> kernel: ' only after one, where nothing else looks
+    like them.
     """
-    while True:
-        m = PREFIXES.match(line)
+    stamped = False
+    while line:
+        m = _STAMP.match(line)
+        if m:
+            line, stamped = line[m.end():], True
+            continue
+        m = _OTHER.match(line) or (_HOST.match(line) if stamped else None) \
+            or _DMESG_X.match(line)
         if not m:
             return line
-        if m.group(0)[0].isalpha() and m.group(0).rstrip().endswith(':') \
-                and 'kernel:' not in m.group(0) \
-                and not _TIMESTAMP_NEXT.match(line, m.end()):
-            return line
-        line = line[m.end():]
+        line, stamped = line[m.end():], False
+    return line
 
 
 def kind_of(message: str) -> Optional[Kind]:
     """The kind of report whose head @message (prefixes stripped) is, if any."""
-    return next((k for k in KINDS if k.head.match(message)), None)
+    # Every head starts with one of these characters: most lines are
+    # decided without trying the table.
+    if not message or message[0] not in _FIRST:
+        return None
+    m = _ANY.match(message)
+    return KINDS[int(m.lastgroup[1:])] if m and m.lastgroup else None
+
+
+_FIRST = frozenset('KBUwNIr[WhlOkugdisPV')
+# The table as one pattern, tried in its order: the first kind that matches
+# names the report, in one pass (the heads have no groups of their own).
+_ANY = re.compile('|'.join(f'(?P<k{i}>{k.head.pattern})' for i, k in enumerate(KINDS)))
 
 
 # A report whose specific head comes first and is followed by a generic one
 # of its own, a few lines later with no end marker between: a lead-in
 # message and its WARNING or BUG line (refcount_t, list corruption, ODEBUG),
 # 'BUG: kernel NULL pointer dereference' and its 'Oops:', 'kernel BUG at'
-# and its 'Oops: invalid opcode'. Any other head is a report of its own.
+# and its 'Oops: invalid opcode', an old KASAN report and the SLUB object
+# report it printed. Any other head is a report of its own.
 FOLLOWERS = {
     'refcount': ('warning',),
     'list-corruption': ('warning', 'bug', 'invalid-opcode', 'oops'),
@@ -184,8 +297,13 @@ FOLLOWERS = {
     'stack-overflow': ('oops', 'double-fault'),
     'bug': ('invalid-opcode', 'oops'),
     'ubsan': ('invalid-opcode', 'oops'),
+    'rust-panic': ('bug', 'invalid-opcode', 'oops'),
+    'kasan': ('slab',),
 }
 MERGE_LINES = 6
+PART_LINES = 40
+# Lines of a report read for its title (its stack), at most.
+BODY_LINES = 150
 END_MARKER = re.compile(r'---\[ end (?:trace|Kernel panic)')
 
 
@@ -194,34 +312,444 @@ class Report:
     lineno: int                 # 1-based console line of the first head
     kind: Kind
     heads: List[Tuple[int, str]]    # (lineno, message) of every head line it holds
+    end: int = 0                # 1-based line after its text (next report, end marker)
+    title: str = ''             # title(): what CI systems would call it
 
     @property
     def line(self) -> str:
         return self.heads[0][1]
 
 
+def _part_of(k: Kind, report: Report, n: int, last_head: int, ended: bool) -> bool:
+    if ended:
+        return False
+    if (k.name in FOLLOWERS.get(report.kind.name, ()) or k.name in report.kind.leads) \
+            and n - last_head <= MERGE_LINES:
+        return True
+    return report.kind.name in k.joins and n - last_head <= PART_LINES
+
+
 def scan(messages: Sequence[str], skip: Iterable[int] = ()) -> List[Report]:
-    """The reports in @messages (console lines, prefixes stripped).
+    """The reports in @messages (console lines, prefixes stripped), titled.
 
     @skip: 1-based line numbers not to read (the gcov dump's base64).
     """
     skipped = set(skip)
     out: List[Report] = []
-    last_head = -MERGE_LINES - 1
+    last_head = -PART_LINES - 1
     ended = True
     for n, msg in enumerate(messages, 1):
         if n in skipped:
             continue
-        if END_MARKER.search(msg):
+        if '---[ end ' in msg and END_MARKER.search(msg):
+            if out and not ended and not out[-1].end:
+                out[-1].end = n + 1
             ended = True
             continue
         k = kind_of(msg)
         if k is None:
             continue
-        if out and not ended and n - last_head <= MERGE_LINES and \
-                k.name in FOLLOWERS.get(out[-1].kind.name, ()):
+        if out and _part_of(k, out[-1], n, last_head, ended):
             out[-1].heads.append((n, msg))
         else:
+            if out and not out[-1].end:
+                out[-1].end = n
             out.append(Report(n, k, [(n, msg)]))
         last_head, ended = n, False
+    for r in out:
+        r.end = min(r.end or len(messages) + 1, r.lineno + BODY_LINES)
+        r.title = title(r, messages[r.lineno - 1:r.end - 1])
     return out
+
+
+# --- titles ------------------------------------------------------------------
+
+_SYM = r'([A-Za-z_][\w.$]*)\+0x[0-9a-f]+(?:/0x[0-9a-f]+)?'
+# A frame of a stack trace (x86, arm64, kmemleak's backtrace, old kernels'
+# '[<ffffffff81234567>] foo+0x12/0x30'); '? ' marks an unreliable one.
+FRAME = re.compile(r'\s*(?:\[<?(?:0x)?[0-9a-f]+>?\]\s*){0,2}(\? )?\s*(?:\d+:)?' + _SYM)
+# Where the task was: x86's RIP (not a user-space one), arm64's pc, ppc's NIP.
+RIP = re.compile(r'(?:RIP: [0-9a-f]{4}:|pc : |PC is at |NIP[: ] *|IP: )\s*'
+                 r'(?:\[<[0-9a-f]+>\]\s*){0,2}' + _SYM)
+CALL_TRACE = re.compile(r'\s*(?:Call [Tt]race:|Backtrace:|backtrace(?: \(crc [0-9a-f]+\))?:)')
+AT = re.compile(r'.*\bat: (?:\[<[0-9a-f]+>\]\s*)?' + _SYM)
+# Frames that are the reporting machinery, not the code that misbehaved
+# (from syzkaller's skip list, the kinds this table has).
+SKIP = re.compile(
+    r'__sanitizer|__asan|kasan|__msan|kmsan|kcsan_setup_watchpoint|ubsan|check_memory_region'
+    r'|print_address_description|print_report|panic|invalid_op|report_bug|fixup_bug|handle_bug'
+    r'|do_error|_trap$|do_trap|show_stack|dump_stack|dump_backtrace|warn_slowpath|__warn'
+    r'|lockdep|lock_acquire|lock_release|lock_class|mark_lock|(?:reacquire|mark)_held_locks'
+    r'|print_usage_bug|print_unlock|spin_lock|spin_trylock|spin_unlock|_raw_|^__pfx_'
+    r'|^asm_exc_|^exc_|^el1h_64_sync|^el1_abort|^do_mem_abort|do_(?:kernel|translation)_fault'
+    r'|__might_resched|__might_sleep|^might_sleep|__might_fault|^refcount_|^kref_'
+    r'|^printk|^_printk|vprintk|stack_trace_save|arch_stack_walk|^__schedule_bug'
+    r'|^check_preemption_disabled|^debug_smp_processor_id|^__this_cpu_preempt_check')
+# Syscall wrappers a stall's function is named without (syzkaller's list).
+_WRAPPERS = re.compile(r'^(?:__x64_sys_|__ia32_sys_|__arm64_sys_|__do_sys_|__se_sys_|ksys_'
+                       r'|__x64_|__ia32_|__arm64_|SyS_|SYSC_|compat_SyS_|compat_SYSC_)')
+# Where a stall's loop was entered from: the frame before one of these.
+_STALL_ANCHORS = re.compile(
+    r'process_one_work|do_syscall_|do_fast_syscall_|netif_receive_skb|do_softirq'
+    r'|call_timer_fn|_run_timers|run_timer_softirq|run_ksoftirqd|smpboot_thread_fn|^kthread$'
+    r'|start_secondary|cpu_startup_entry|ret_from_fork|vfs_write|vfs_read|vfs_ioctl'
+    r'|__do_fault|handle_mm_fault|do_page_fault|task_work_run|smp_call_function')
+_HUNG_SKIP = ('sched', '_lock', '_slowlock', 'down', 'rwsem', 'completion', 'kthread', 'wait',
+              'synchronize', 'context_switch', '__switch_to', 'cancel_delayed_work')
+_HEX = re.compile(r'\b(?:0x)?[0-9a-f]{6,}\b|\b0x[0-9a-f]+\b|\(____ptrval____\)')
+_SRC_PATH = re.compile(r'(?:\S*/)?(?:linux-[^/\s]+/)(\S+)')
+
+
+def _fn(name: str) -> str:
+    """A function's name as titles use it: no .isra.0/.cold, no syscall wrapper."""
+    return _WRAPPERS.sub('', name.split('.')[0])
+
+
+def _frames(body: Sequence[str], start: int = 0) -> List[str]:
+    """The reliable frames of @body's stack traces from line @start, in order."""
+    out: List[str] = []
+    for line in body[start:]:
+        m = FRAME.match(line)
+        if m and not m.group(1):
+            out.append(_fn(m.group(2)))
+    return out
+
+
+def _index(body: Sequence[str], pattern: Pattern[str], start: int = 0) -> int:
+    return next((i for i in range(start, len(body)) if pattern.match(body[i])), -1)
+
+
+def _first(frames: Sequence[str], skip: Sequence[str] = ()) -> str:
+    """The first frame that is not reporting machinery nor in @skip."""
+    for f in frames:
+        if not SKIP.search(f) and not any(s in f for s in skip):
+            return f
+    return ''
+
+
+def _rip(body: Sequence[str]) -> str:
+    for line in body:
+        m = RIP.match(line)
+        if m:
+            return _fn(m.group(1))
+    return ''
+
+
+def _stack(body: Sequence[str], skip: Sequence[str] = (), rip: bool = True) -> str:
+    """The function a report is about: where the task was (RIP, pc) unless
+    that is reporting machinery, else the first frame of its call trace."""
+    start = _index(body, CALL_TRACE)
+    frames = ([_rip(body)] if rip else []) + _frames(body, max(start, 0))
+    return _first([f for f in frames if f], skip)
+
+
+def _at(body: Sequence[str], after: str, skip: Sequence[str] = ()) -> str:
+    """The function of the first 'at: FUNC+0x' line or frame (lockdep) after
+    the line with @after."""
+    begin = next((i for i, ln in enumerate(body) if after in ln), 0)
+    for line in body[begin:]:
+        m = AT.match(line)
+        f = FRAME.match(line) if not m else None
+        name = m.group(1) if m else f.group(2) if f and not f.group(1) else ''
+        if name and not SKIP.search(name) and not any(s in name for s in skip):
+            return _fn(name)
+    return ''
+
+
+def _in(what: str, func: str) -> str:
+    return f'{what} in {func}' if func else what
+
+
+def _scrub(text: str) -> str:
+    """@text without what changes from one run to the next: addresses, offsets."""
+    text = re.sub(_SYM, lambda m: _fn(m.group(1)), text)
+    return re.sub(r'\s+', ' ', _HEX.sub('X', text)).strip()
+
+
+def _src(path: str) -> str:
+    """A source file as the tree names it ('/root/.../linux-6.12.118/kernel/cpu.c'
+    -> 'kernel/cpu.c'), without line and column."""
+    path = path.split(':')[0]
+    m = _SRC_PATH.fullmatch(path)
+    return m.group(1) if m else path
+
+
+def _hang(body: Sequence[str]) -> str:
+    """The function a hung task waits in (syzkaller's: rtnl_lock and the
+    synchronize_*() calls by name, else the first that is not a wait)."""
+    frames = _frames(body, max(_index(body, CALL_TRACE), 0))
+    for f in frames:
+        if 'rtnl_lock' in f:
+            return f
+        if any(s in f for s in ('synchronize_rcu', 'synchronize_srcu', 'synchronize_net',
+                                'synchronize_sched')):
+            return 'synchronize_rcu'
+    return _first(frames, _HUNG_SKIP)
+
+
+def _stall(body: Sequence[str]) -> str:
+    """Where a stalled CPU loops: the frame before the first entry point
+    (syzkaller's stall extractor), from the interrupt that caught it."""
+    irq = next((i for i, ln in enumerate(body)
+                if 'apic_timer_interrupt' in ln or 'el1h_64_irq' in ln), -1)
+    rip = _rip(body[irq:]) if irq >= 0 else _rip(body)
+    frames = ([rip] if rip else []) + _frames(body, irq + 1 if irq >= 0 else
+                                              max(_index(body, CALL_TRACE), 0))
+    frames = [f for f in frames if 'apic_timer_interrupt' not in f and not SKIP.search(f)]
+    if not frames:
+        return ''
+    prev = frames[0]
+    for f in frames:
+        if _STALL_ANCHORS.search(f):
+            return prev
+        prev = f
+    return frames[0]
+
+
+_LOCKDEP_TITLES = (
+    ('circular locking dependency', 'possible deadlock', 'is trying to acquire lock'),
+    ('recursive locking', 'possible deadlock', 'is trying to acquire lock'),
+    ('irq lock inversion', 'possible deadlock', 'just changed the state of lock'),
+    ('-unsafe lock order', 'possible deadlock', 'is trying to acquire'),
+    ('inconsistent lock state', 'inconsistent lock state', 'takes'),
+    ('bad unlock balance', 'WARNING: bad unlock balance', 'is trying to release lock'),
+    ('held lock freed', 'WARNING: held lock freed', 'held lock freed'),
+    ('still has locks held', 'WARNING: still has locks held', 'still has locks held'),
+    ('returning to user space', 'WARNING: lock held when returning to user space',
+     'leaving the kernel with locks still held'),
+    ('bad contention', 'WARNING: bad contention', 'contention'),
+)
+
+
+def _lockdep(head: str, body: Sequence[str]) -> str:
+    for words, what, after in _LOCKDEP_TITLES:
+        if words in head:
+            return _in(what, _at(body, after, ('process_one_work', 'flush_workqueue',
+                                               'drain_workqueue', 'destroy_workqueue')))
+    if 'Nested lock' in head:
+        return _in('WARNING: nested lock was not taken', _stack(body))
+    if 'Invalid wait context' in head:
+        return _in('WARNING: locking bug', _stack(body, ('lock_sock', 'release_sock')))
+    if 'non-static key' in head:
+        return _in('INFO: trying to register non-static key',
+                   _stack(body, ('stack', 'lock', 'IRQ'), rip=False))
+    return _scrub(head)
+
+
+# WARN()s in files whose WARNs are about their callers (syzkaller's titles).
+_WARN_FILES = (
+    ('lib/debugobjects.c', 'WARNING: ODEBUG bug', ('debug_', 'rcu', 'hrtimer_', 'timer_',
+                                                   'work_', 'percpu_', 'vunmap', 'vfree',
+                                                   '__free_', 'kobject_')),
+    ('mm/usercopy.c', 'WARNING: bad usercopy', ('usercopy', '__check')),
+    ('lib/kobject.c', 'WARNING: kobject bug', ('kobject_',)),
+    ('fs/proc/generic.c', 'WARNING: proc registration bug', ('proc_',)),
+    ('lib/refcount.c', 'WARNING: refcount bug', ('refcount', 'kobject_')),
+    ('kernel/locking/lockdep.c', 'WARNING: locking bug', ('lock_sock', 'release_sock')),
+)
+_WARN_FILE = re.compile(r'(\S+\.(?:c|h|S|rs)):\d+')
+
+
+def _warning(head: str, body: Sequence[str]) -> str:
+    path = _WARN_FILE.search(head)
+    sym = re.search(_SYM, head)
+    src = _src(path.group(1)) if path else ''
+    for file, what, skip in _WARN_FILES:
+        if src == file:
+            return _in(what, _stack(body, skip))
+    return _in('WARNING', _fn(sym.group(1)) if sym else _stack(body))
+
+
+def _kasan(head: str, body: Sequence[str]) -> str:
+    m = re.match(r'BUG: KAS(?:AN|an): (.+?) (?:in|on address) (\S*)', head)
+    if not m:
+        return 'KASAN: ' + _scrub(head.split(':', 2)[-1])
+    what = m.group(1).replace(' ', '-')
+    sym = re.match(_SYM, m.group(2))
+    access = next((a.group(1) for a in (re.match(r'(Read|Write) (?:of size|at addr)', ln)
+                                        for ln in body[:12]) if a), '')
+    if what in ('double-free-or-invalid-free', 'double-free', 'invalid-free'):
+        return _in('KASAN: invalid-free', _stack(body, ('slab_', 'kfree', 'vunmap', 'vfree'),
+                                                rip=False) or (sym and _fn(sym.group(1))) or '')
+    func = _fn(sym.group(1)) if sym else ''
+    return _in(' '.join(w for w in ('KASAN:', what, access) if w), func)
+
+
+def _ubsan(head: str, body: Sequence[str]) -> str:
+    m = re.match(r'UBSAN: (Undefined behaviour|[\w /-]+?) (?:in|at) (\S+)', head)
+    if not m:
+        return _scrub(head)
+    what = m.group(1).lower().replace(' ', '-')
+    func = _stack(body, ('overflow',), rip=False)
+    if not func:
+        sym = re.match(_SYM, m.group(2))
+        func = _fn(sym.group(1)) if sym else _src(m.group(2))
+    return _in(f'UBSAN: {what}', func)
+
+
+def _panic(head: str, body: Sequence[str]) -> str:
+    msg = head.split('not syncing: ', 1)[-1].strip()
+    m = re.match(r'stack-protector: Kernel stack is corrupted in: (\S+)', msg)
+    if m:
+        sym = re.match(_SYM, m.group(1))
+        return _in('kernel panic: stack is corrupted',
+                   _fn(sym.group(1)) if sym else _stack(body, ('stack_chk',), rip=False))
+    if msg.startswith('corrupted stack end'):
+        return _in('kernel panic: corrupted stack end', _stall(body))
+    if msg.startswith('kernel stack overflow'):
+        return _in('kernel stack overflow', _stall(body))
+    if msg.startswith("Couldn't open N_TTY ldisc"):
+        return "kernel panic: Couldn't open N_TTY ldisc"
+    return 'kernel panic: ' + _scrub(msg)
+
+
+def _slab(head: str, body: Sequence[str]) -> str:
+    m = re.match(r'BUG ([\w.:-]+?)(?: \([^)]*\))?: (.*)', head)
+    if m:
+        what = _scrub(m.group(2))
+        if what.startswith('Object already free'):
+            return 'BUG: Object already free'
+        return f'SLUB: {what} in {m.group(1)}'
+    m = re.match(r'INFO: (Allocated|Freed) in ' + _SYM, head)
+    if m:
+        return f'INFO: {m.group(1)} in {_fn(m.group(2))}'
+    return 'SLUB: object report (its head line lost)'
+
+
+def _bug(head: str, body: Sequence[str]) -> str:
+    if head.startswith(('kernel BUG at', 'Kernel BUG at')):
+        where = head.split(' at ', 1)[1]
+        if where.startswith('mm/usercopy.c'):
+            return _in('BUG: bad usercopy', _stack(body, ('usercopy', '__check'), rip=False))
+        if where.startswith('lib/list_debug.c'):
+            return _in('BUG: corrupted list', _stack(body, ('list_',)))
+        sym = re.match(_SYM, where)
+        return _in('kernel BUG', _stack(body, ('skb_',)) or (_fn(sym.group(1)) if sym else
+                                                             _src(where.rstrip('!'))))
+    m = re.match(r'BUG: Dentry .* still in use \(\d+\) \[(unmount) of (\S+)', head)
+    if m:
+        return f'BUG: Dentry still in use [{m.group(1)} of {m.group(2)}]'
+    return _scrub(head.split(' in process ')[0].split(' on CPU#')[0])
+
+
+def _sleep(head: str, body: Sequence[str]) -> str:
+    if 'leaked' in head:
+        last = next((m.group(1) for m in (re.search(r'last function: ' + r'([\w.]+)', ln)
+                                          for ln in body[:4]) if m), '')
+        return _in('BUG: workqueue leaked lock or atomic', _fn(last) if last else '')
+    if 'scheduling while atomic' in head:
+        return _in('BUG: scheduling while atomic', _stack(body, ('schedule',), rip=False))
+    return _in('BUG: sleeping function called from invalid context',
+               _stack(body, ('might_sleep', 'might_fault'), rip=False))
+
+
+def _preemptible(head: str, body: Sequence[str]) -> str:
+    m = re.match(r'BUG: using (\w+\(\)) in preemptible', head)
+    what = f'BUG: using {m.group(1) if m else "?"} in preemptible code'
+    caller = next((c.group(1) for c in (re.match(r'caller is ' + _SYM, ln) for ln in body[:4])
+                   if c), '')
+    return _in(what, _fn(caller) if caller else _stack(
+        body, ('preempt', 'debug_', 'processor_id', 'this_cpu'), rip=False))
+
+
+def _kmemleak(head: str, body: Sequence[str]) -> str:
+    body = [ln[len('kmemleak:'):] if ln.startswith('kmemleak:') else ln for ln in body]
+    start = _index(body, CALL_TRACE)
+    if start < 0:
+        return 'memory leak'
+    return _in('memory leak', _first(_frames(body, start), (
+        'kmemleak', 'mmap', 'kmem', 'slab', 'alloc', 'create_object', 'idr_get',
+        'list_lru_init', 'kasprintf', 'kvasprintf', 'pcpu_create', 'strdup', 'strndup',
+        'memdup')))
+
+
+def _page_fault(head: str, body: Sequence[str]) -> str:
+    func = _stack(body)
+    if 'NULL pointer' in head:
+        return _in('BUG: unable to handle kernel NULL pointer dereference', func)
+    if 'access to user memory' in head:
+        return _in('BUG: unable to handle kernel access to user memory', func)
+    return _in('BUG: unable to handle kernel paging request', func)
+
+
+Titler = Callable[[str, Sequence[str]], str]
+
+
+def _fixed(text: str) -> Titler:
+    return lambda head, body: text
+
+
+def _with_func(text: str, skip: Sequence[str] = (), rip: bool = True) -> Titler:
+    return lambda head, body: _in(text, _stack(body, skip, rip))
+
+
+def _rust(head: str, body: Sequence[str]) -> str:
+    msg = next((ln.strip() for ln in body[1:3] if ln.strip()), 'panicked')
+    return _in(_scrub(msg), _stack(body, ('rust_begin_unwind', 'panic'), rip=False))
+
+
+def _bad_page(head: str, body: Sequence[str]) -> str:
+    m = re.match(r'BUG: (Bad [\w-]+ \w+|non-zero \w+ on freeing mm)', head)
+    return f'BUG: {m.group(1)}' if m else _scrub(head)
+
+
+_TITLERS: Dict[str, Titler] = {
+    'panic': _panic,
+    'kasan': _kasan,
+    'kfence': lambda head, body: _scrub(head[len('BUG: '):]),
+    'kcsan': lambda head, body: _scrub(head[len('BUG: '):]),
+    'kmsan': lambda head, body: _scrub(head[len('BUG: '):]),
+    'ubsan': _ubsan,
+    'soft-lockup': lambda head, body: _in('BUG: soft lockup', _stall(body)),
+    'hard-lockup': lambda head, body: _in('watchdog: hard LOCKUP', _stall(body)),
+    'workqueue-lockup': _fixed('BUG: workqueue lockup'),
+    'hung-task': lambda head, body: (
+        _in("INFO: task can't die", _stack(body, ('schedule',), rip=False))
+        if "can't die" in head else _in('INFO: task hung', _hang(body))),
+    'rcu-stall': lambda head, body: _in('INFO: rcu detected stall', _stall(body)),
+    'lockdep': _lockdep,
+    'rcu-usage': _with_func('WARNING: suspicious RCU usage', ('rcu', 'kmem', 'slab'), False),
+    'sleep-in-atomic': _sleep,
+    'preemptible': _preemptible,
+    'spinlock': lambda head, body: _in(
+        ' '.join(head.split(' on CPU#')[0].split()[:4]).rstrip(','),
+        _stack(body, ('spin_', '_lock', '_unlock'), rip=False)),
+    'refcount': _with_func('WARNING: refcount bug', ('refcount', 'kobject_')),
+    'list-corruption': _with_func('BUG: corrupted list', ('list_',)),
+    'odebug': _with_func('WARNING: ODEBUG bug', _WARN_FILES[0][2]),
+    'kmemleak': _kmemleak,
+    'bad-page': _bad_page,
+    'page-fault': _page_fault,
+    'stack-overflow': lambda head, body: _in(
+        'kernel stack overflow' if 'stack overflow' in head or 'Insufficient' in head
+        else 'BUG: stack guard page was hit', _stack(body)),
+    'gpf': _with_func('general protection fault'),
+    'divide-error': _with_func('divide error'),
+    'invalid-opcode': _with_func('invalid opcode'),
+    'double-fault': lambda head, body: _in(
+        'stack segment fault' if 'stack segment' in head else 'PANIC: double fault',
+        _stack(body)),
+    'bug': _bug,
+    'rust-panic': _rust,
+    'oops': lambda head, body: _in('Internal error' if head.startswith('Internal error')
+                                   else 'Oops', _stack(body)),
+    'slab': _slab,
+    'netdev-refcount': _fixed('unregister_netdevice: waiting for DEV to become free'),
+    'vfs': lambda head, body: ('VFS: Busy inodes after unmount' if 'Busy inodes' in head
+                               else 'VFS: Close: file count is zero'),
+    'stack-unwind': lambda head, body: (
+        "WARNING: kernel stack regs has bad 'bp' value" if 'regs' in head
+        else 'WARNING: kernel stack frame pointer has bad value'),
+    'warning': _warning,
+}
+
+
+def title(report: Report, body: Sequence[str]) -> str:
+    """@report's title; @body: its text, from its first head line on."""
+    head = report.line.strip()
+    titler = _TITLERS.get(report.kind.name)
+    try:
+        text = titler(head, body) if titler else ''
+    except (IndexError, AttributeError):
+        text = ''
+    return text or _scrub(head)

@@ -12,7 +12,9 @@ Writes to out/<KVER>[-<CONFIG>]/ (make judge: out/judge/):
                 kernel lines inside the KTAP derailed kunit.py's parser,
                 its parse of the KTAP lines alone (results-ktap-only.*)
                 and the derailed one in results-derailed.json
-  verdict.json  our verdict: pass/fail, counts, every problem with its category
+  verdict.json  our verdict: pass/fail, counts, every problem with its category,
+                title and key; kernel reports decoded against the run's
+                vmlinux (make judge: VMLINUX=) when it has debug info (decode.py)
   junit.xml     one testcase per KUnit case (or parameter), plus one per
                 problem of the run as a whole; red in it whenever the verdict is
   kunit.log     what kunit.py printed (config, build, summary)
@@ -42,8 +44,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import (arch, debian, gcov, hostctl, junit, ktap, page, states,  # noqa: E402
-                    tree, usertree, verdict)
+from cpuhpk import (arch, debian, decode, gcov, hostctl, junit, ktap, page,  # noqa: E402
+                    states, tree, usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -492,8 +494,10 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
     """
     root = ktap.Test(name='', status=ktap.Status.PASS)
     v = verdict.Verdict()
+    console_lines: List[str] = []
     if console_path.is_file() and console_path.stat().st_size:
         console = ktap.read_console(console_path)
+        console_lines = console.lines
         start, root, v = verdict.judge_console(console, exp)
         lines = ktap.extract(console.lines)
         (out / 'results.ktap').write_text(''.join(f'{ln}\n' for ln in lines))
@@ -539,9 +543,9 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
             v.add('kunit.py', '', f'kunit.py exited {rc} although every case passed: '
                   'see kunit.log')
     write_outputs(out, root, v, exp.context)
-    if console_path.is_file() and console_path.stat().st_size:
+    if console_lines:
         c = exp.context
-        states.write(out, ktap.read_console(console_path).lines, root, v,
+        states.write(out, console_lines, root, v,
                      f"CPU hotplug states: linux {c.get('version', c.get('kver', '?'))}, "
                      f"CONFIG={c.get('config', '?')}, SMP={c.get('smp', '?')}"
                      + (', FIXES=1' if c.get('fixes') == '1' else ''))
@@ -714,6 +718,27 @@ def amend_kunit_json(path: Path, v: verdict.Verdict) -> None:
     path.write_text(json.dumps(data, indent=4) + '\n')
 
 
+def decode_reports(out: Path, vmlinux: Path, trees: Sequence[Optional[Path]],
+                   cross_compile: str = '') -> Optional[verdict.Verdict]:
+    """Decode the kernel reports of the run in @out against @vmlinux (decode.py)
+    and write its outputs again; says in the log and in verdict.json's context
+    what was decoded, or why not. None when there was nothing to decode."""
+    path = out / 'verdict.json'
+    if not path.is_file():
+        return None
+    v, context = verdict.read_json(path)
+    note = decode.decode_verdict(v, vmlinux, trees, cross_compile)
+    if not note:
+        return None
+    tree.log(f'stack traces: {note}')
+    context['decoded'] = note
+    ktap_path = out / 'results.ktap'
+    root = ktap.parse(ktap.read_console(ktap_path).lines) if ktap_path.is_file() \
+        else ktap.Test(name='', status=ktap.Status.PASS)
+    write_outputs(out, root, v, context)
+    return v
+
+
 def add_problems(out: Path, problems: Sequence[verdict.Problem]) -> verdict.Verdict:
     """Add problems found after a run (coverage gate, ...) to its outputs."""
     path = out / 'verdict.json'
@@ -793,6 +818,10 @@ def parser() -> argparse.ArgumentParser:
                     help='do not turn the gcov data into coverage.info and html/ (make mutate)')
     ap.add_argument('--judge', type=Path, metavar='CONSOLE',
                     help='judge this console log instead of building and booting')
+    ap.add_argument('--vmlinux', type=Path, default=None,
+                    help='make judge: the vmlinux of the console\'s kernel, to decode the '
+                    'frames of its reports (file:line) with its tree\'s '
+                    'scripts/decode_stacktrace.sh; it needs debug info')
     ap.add_argument('--userspace', type=int, choices=(0, 1), default=1,
                     help='make judge: 1 (default, as make run): the console is from a run whose '
                     'initramfs ran kunit/*_test.sh, so the user-space suite is expected where '
@@ -855,6 +884,12 @@ def judge_file(args: argparse.Namespace) -> int:
     except OSError as e:
         return fail_early(out, 'console', f'cannot read {args.judge}: {e.strerror}', context)
     _, v = judge(out, console, exp, rc=None, kunit_log=None)
+    if args.vmlinux:
+        trees: List[Optional[Path]] = []
+        with contextlib.suppress(tree.PrepareError):
+            trees.append(tree.tree_path(args.kver))
+        v = decode_reports(out, args.vmlinux, trees,
+                           arch.get(args.arch).cross_compile or '') or v
     page.write_run(out)     # with the state map
     print('\n'.join(summary(v)))
     tree.log(f'outputs in {out}, at a glance in {out / "index.html"}')
@@ -979,6 +1014,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
                  t.kunit_py)
     if args.coverage_report:
         v = coverage_report(out, build_dir, t.path, args.kver, v, a)
+    v = decode_reports(out, build_dir / 'vmlinux', [t.path], a.cross_compile or '') or v
     page.write_run(out)     # with the coverage and the state map
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
              f'{out / "index.html"}')

@@ -10,9 +10,9 @@ file CI reads. A run is red when:
 - missing      a suite or case the run asked for (kunit/ sources, FILTER) did
                not run, or fewer results than KUnit's plan or count line says
 - unexpected-skip  a skip without a reason, or not in kunit/expected-skips
-- kernel-log   a kernel report on the console (hygiene.py, its kind from
-               reports.py): pinned on the case during which it was printed,
-               or on the run if outside any
+- kernel-log   a kernel report on the console (hygiene.py, its kind and
+               title from reports.py): pinned on the case during which it
+               was printed, or on the run if outside any
 - reboot       the console holds a second boot (banner or top-level KTAP
                header): only the first boot's results count
 - lockdep-off  a debug kernel switched lockdep off: it checked less than the
@@ -20,6 +20,13 @@ file CI reads. A run is red when:
 - console      the console was too large to judge whole
 - timeout, build, prepare, kunit.py, interrupted, coverage, selftest:
                the run itself went wrong (run.py, coverage.py)
+
+Every problem has a title and a key: a kernel report's title is the one
+reports.title() gives it ('WARNING in cpuhp_thread_fun'), a failed case's
+is its first failure without the parameter ('suite.case: Expected ...'); the
+key is what two problems are the same finding by, in one run (the same
+report in many cases or parameters, index.html lists it once) or across
+runs and jobs (make merge-results counts it once).
 """
 
 from __future__ import annotations
@@ -45,9 +52,48 @@ class Problem:
     message: str        # one line
     detail: str = ''    # quoted output (diagnostics, kernel report, compiler error)
     kind: str = ''      # kernel-log: the report's kind (reports.KINDS)
+    title: str = ''     # what it is, without where: the report's or failure's title
+    key: str = ''       # the same finding, the same key (in this run and across runs)
+    # kernel-log: the report with its frames decoded against the kernel's
+    # vmlinux (decode.py: file:line, inlined frames); '' when not decoded.
+    decoded: str = ''
 
     def __str__(self) -> str:
         return f'{self.name}: {self.message}' if self.name else self.message
+
+    def ident(self) -> str:
+        """The key, or for a problem read from an older verdict.json without
+        one, its category, case and message."""
+        return self.key or f'{self.category} {self.name}: {self.message}'
+
+
+def case_of(name: str) -> str:
+    """suite.case of a suite.case.param: the parameter left out."""
+    return '.'.join(name.split('.', 2)[:2])
+
+
+FAILED_LINE = re.compile(r'^# \S+: (?:EXPECTATION|ASSERTION) FAILED at (\S+)$')
+
+
+def failure_title(name: str, block: str) -> str:
+    """The title of a failure block of case @name: its case (no parameter) and
+    its first line of message, with where it failed ('suite.case: Expected a ==
+    b, but (file.c:12)')."""
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+    if not lines:
+        return case_of(name)
+    m = FAILED_LINE.match(lines[0])
+    if m and len(lines) > 1:
+        return f'{case_of(name)}: {lines[1]} ({m.group(1)})'
+    return f'{case_of(name)}: {lines[0].removeprefix("# ")}'
+
+
+def key_of(category: str, name: str, message: str, title: str) -> str:
+    """The key of a problem: a kernel report's or failure's title (the same
+    report in any case is one finding), anything else's case and message."""
+    if title and category in ('kernel-log', 'failed'):
+        return f'{category}: {title}'
+    return f'{category} {name}: {message}'
 
 
 @dataclasses.dataclass
@@ -81,9 +127,10 @@ class Verdict:
         return not self.problems
 
     def add(self, category: str, name: str, message: str, detail: str = '',
-            kind: str = '') -> None:
+            kind: str = '', title: str = '') -> None:
         assert category in CATEGORIES, category
-        self.problems.append(Problem(category, name, message, detail, kind))
+        self.problems.append(Problem(category, name, message, detail, kind, title or message,
+                                     key_of(category, name, message, title)))
 
     def counts(self) -> Dict[str, int]:
         return {'passed': self.passed, 'failed': self.failed, 'skipped': self.skipped,
@@ -108,10 +155,10 @@ class Verdict:
             by_category[p.category] = by_category.get(p.category, 0) + 1
         return {'verdict': 'pass' if self.ok else 'fail', 'context': context,
                 'counts': self.counts(), 'problems_by_category': by_category,
-                'problems': [dataclasses.asdict(p) for p in self.problems],
-                'known_failures': [dataclasses.asdict(p) for p in self.known],
-                'known_not_seen': [dataclasses.asdict(p) for p in self.not_seen],
-                'skips': [dataclasses.asdict(s) for s in self.skips],
+                'problems': [_fields(p) for p in self.problems],
+                'known_failures': [_fields(p) for p in self.known],
+                'known_not_seen': [_fields(p) for p in self.not_seen],
+                'skips': [_fields(s) for s in self.skips],
                 'statuses': self.statuses}
 
     @classmethod
@@ -128,8 +175,35 @@ class Verdict:
                    statuses=dict(data.get('statuses', {})))
 
 
+def _fields(obj: Any) -> Dict[str, Any]:
+    """A flat dataclass as a dict (dataclasses.asdict() copies deeply: slow on
+    a console of many thousand reports)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+
+
+def dumps(data: Dict[str, Any]) -> str:
+    """verdict.json's text: indented, but each problem, skip or status on one
+    line, so that it is written (with json's C encoder) and read quickly
+    whatever the number of problems."""
+    out = ['{']
+    items = list(data.items())
+    for i, (key, value) in enumerate(items):
+        comma = ',' if i < len(items) - 1 else ''
+        if isinstance(value, list) and value:
+            out.append(f' {json.dumps(key)}: [')
+            out.append(',\n'.join(f'  {json.dumps(v)}' for v in value))
+            out.append(f' ]{comma}')
+        elif isinstance(value, dict) and value:
+            out.append(f' {json.dumps(key)}: {{')
+            out.append(',\n'.join(f'  {json.dumps(k)}: {json.dumps(v)}' for k, v in value.items()))
+            out.append(f' }}{comma}')
+        else:
+            out.append(f' {json.dumps(key)}: {json.dumps(value)}{comma}')
+    return '\n'.join(out + ['}']) + '\n'
+
+
 def write_json(path: Path, v: Verdict, context: Dict[str, str]) -> None:
-    path.write_text(json.dumps(v.to_json(context), indent=1) + '\n')
+    path.write_text(dumps(v.to_json(context)))
 
 
 def read_json(path: Path) -> Tuple[Verdict, Dict[str, str]]:
@@ -382,7 +456,8 @@ def judge_ktap(root: ktap.Test, exp: Expectations) -> Verdict:
             if t.cut:
                 # Failures past the cap cannot be named: never a known failure.
                 v.failures[name].append(f'({t.cut} diagnostic lines not kept)')
-            v.add('failed', name, f'failed: {first.strip()}', _quote(t))
+            v.add('failed', name, f'failed: {first.strip()}', _quote(t),
+                  title=failure_title(name, v.failures[name][0]) if v.failures[name] else '')
         elif t.status is ktap.Status.CRASHED:
             v.crashed += 1
             v.add('crashed', name, f'crashed: {t.reason}', _quote(t))
@@ -452,11 +527,13 @@ def _check_expected(root: ktap.Test, want: Dict[str, List[str]], v: Verdict) -> 
                 v.add('missing', f'{suite}.{case}', 'case did not run')
 
 
-def attribute(root: ktap.Test, ktap_start: int, finding: hygiene.Finding) -> str:
+def attribute(root: ktap.Test, ktap_start: int, finding: hygiene.Finding,
+              index: Optional[ktap.CaseIndex] = None) -> str:
     """suite.case[.param] during which a console line was printed, or ''."""
     if ktap_start < 0:
         return ''
-    hit = ktap.case_at(root, finding.lineno - 1 - ktap_start)
+    at = finding.lineno - 1 - ktap_start
+    hit = index.at(at) if index is not None else ktap.case_at(root, at)
     return hit[0] if hit else ''
 
 
@@ -476,6 +553,7 @@ def judge_console(console: ktap.Console, exp: Expectations) -> Tuple[int, ktap.T
     start, lines = ktap.extract_at(console.lines)
     root = ktap.parse(lines)
     v = judge_ktap(root, exp)
+    index = ktap.CaseIndex(root)
     for f in hygiene.check(console.lines):
         if f.why == hygiene.REBOOT:
             v.add('reboot', '', f'console line {f.lineno}: the kernel booted again '
@@ -488,16 +566,39 @@ def judge_console(console: ktap.Console, exp: Expectations) -> Tuple[int, ktap.T
                   f'the kernel checked locking only up to there: {f.line.strip()}',
                   hygiene.context(console.lines, f.lineno))
             continue
-        name = attribute(root, start, f)
+        name = attribute(root, start, f, index)
         place = '' if name else f' ({where(root, start, f.lineno)})'
         what = f'{f.why} ({f.kind})' if f.kind else f.why
         v.add('kernel-log', name, f'{what}{place}: {f.line.strip()}',
-              hygiene.context(console.lines, f.lineno), f.kind)
+              hygiene.context(console.lines, f.lineno), f.kind, f.title)
     if console.truncated:
         v.add('console', '', f'the console log is larger than {ktap.MAX_CONSOLE >> 20} MiB: '
               'only its beginning was judged')
     apply_known(v, exp)
+    quote_once(v.problems)
+    quote_once(v.known)
     return start, root, v
+
+
+# Kernel reports of one key quoted in full; the others name the first.
+QUOTED_ALIKE = 20
+
+
+def quote_once(problems: Sequence[Problem]) -> None:
+    """Past the first QUOTED_ALIKE reports of one key, quote none: a console
+    that printed the same report many thousand times (a WARN in a loop) would
+    make outputs many times its size. Done after apply_known(), which reads
+    each report's own text; each report is still listed, with its case."""
+    seen: Dict[str, Problem] = {}
+    count: Dict[str, int] = {}
+    for p in problems:
+        if p.category != 'kernel-log' or not p.key:
+            continue
+        count[p.key] = count.get(p.key, 0) + 1
+        first = seen.setdefault(p.key, p)
+        if count[p.key] > QUOTED_ALIKE and p.detail:
+            p.detail = (f'(the same report as in {first.name or "the run"}, quoted there: '
+                        f'{p.title})')
 
 
 def apply_known(v: Verdict, exp: Expectations) -> None:
@@ -541,11 +642,16 @@ def apply_known(v: Verdict, exp: Expectations) -> None:
             _known(v, exp, p, known[0][1])
             continue
         # The named failures stay listed as known; the case is red for the rest.
+        title = failure_title(p.name, known[0][0])
         _known(v, exp, Problem('failed', p.name, 'failed: ' + known[0][0].splitlines()[0],
-                               '\n\n'.join(b for b, _ in known)), known[0][1], listed=False)
+                               '\n\n'.join(b for b, _ in known), title=title,
+                               key=key_of('failed', p.name, '', title)),
+               known[0][1], listed=False)
         p.message = (f'failed: {unnamed[0].splitlines()[0]} [{len(unnamed)} of {len(blocks)} '
                      'failures named by no known failure of this case]')
         p.detail = '\n\n'.join(unnamed)
+        p.title = failure_title(p.name, unnamed[0])
+        p.key = key_of('failed', p.name, p.message, p.title)
     for k in exp.known:
         if k.race or k in used:
             continue

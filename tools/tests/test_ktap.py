@@ -103,6 +103,17 @@ class ParseTest(unittest.TestCase):
             hit = ktap.case_at(root, index)
             self.assertEqual(hit[0] if hit else None, 'cpuhp_rollback.cpuhp_rollback_freeze_fails')
 
+    def test_case_index_answers_as_case_at(self) -> None:
+        # The index make judge uses for a console of many reports.
+        for name in ('pass_default_console.log', 'run_default_6.12_console.log',
+                     'hang_mutant_console.log', 'param_fail_mutant_console.log'):
+            with self.subTest(console=name):
+                root = load(name)
+                index = ktap.CaseIndex(root)
+                last = max((t.last for _, t in ktap.cases(root)), default=0) + 3
+                for i in range(-3, last):
+                    self.assertEqual(index.at(i), ktap.case_at(root, i), i)
+
     def test_failure_keeps_diagnostics(self) -> None:
         root = load('fail_mutant_console.log')
         failed = [(n, t) for n, t in ktap.cases(root) if t.status is ktap.Status.FAIL]

@@ -89,6 +89,34 @@ HEADS = (
     ('WARNING: kernel/cpu.c:2299 at cpuhp_reserve_state+0x5e/0x80, CPU#1: swapper/1', 'warning'),
     ('BUG: workqueue leaked atomic, lock or RCU: kworker/1:1[45]', 'sleep-in-atomic'),
     ('BUG: MAX_LOCKDEP_KEYS too low!', 'bug'),
+    # Kinds and wordings of syzkaller's table (pkg/report/linux.go), each
+    # line as the source named in reports.KINDS prints it.
+    ('BUG: spinlock lockup suspected on CPU#0, swapper/0/1', 'spinlock'),
+    ('BUG: rwlock wrong owner on CPU#1, kworker/1:1/45, ffffffff82a5b0b0', 'spinlock'),
+    ('unregister_netdevice: waiting for lo to become free. Usage count = 2', 'netdev-refcount'),
+    ('VFS: Busy inodes after unmount of tmpfs (tmpfs)', 'vfs'),
+    ('VFS: Close: file count is 0 (f_op=ext4_file_operations)', 'vfs'),
+    ("WARNING: kernel stack regs at 00000000a1b2c3d4 in kworker/1:1:45 has bad 'bp' value "
+     '0000000000000000', 'stack-unwind'),
+    ('WARNING: kernel stack frame pointer at 00000000a1b2c3d4 in sh:1 has bad value '
+     '0000000000000001', 'stack-unwind'),
+    ('rust_kernel: panicked at rust/kernel/sync/arc.rs:222:9:', 'rust-panic'),
+    ('divide_error: 0000 [#1] PREEMPT SMP KASAN', 'divide-error'),
+    ('Kernel BUG at cpuhp_invoke_callback+0x1e/0x40 [verbose debug info unavailable]', 'bug'),
+    ('BUG: Kernel NULL pointer dereference on read at 0x00000010', 'page-fault'),
+    ('BUG: Unable to handle kernel data access on write at 0xc000000000001234', 'page-fault'),
+    ('Unable to handle kernel access to user memory outside uaccess routines at virtual '
+     'address 0000000000001000', 'page-fault'),
+    ('BUG: Bad page cache in process sh  pfn:12345', 'bad-page'),
+    ('BUG: non-zero pgtables_bytes on freeing mm: 4096', 'bad-page'),
+    ('BUG: workqueue leaked lock or atomic: kworker/1:1/0x00000000/45', 'sleep-in-atomic'),
+    ('BUG: using __this_cpu_add() in preemptible [00000000] code: sh/1', 'preemptible'),
+    ("INFO: task syz-executor.0:1234 can't die for more than 143 seconds.", 'hung-task'),
+    ('WARNING: [CPU: 1] kernel/cpu.c:2299 at cpuhp_reserve_state+0x5e/0x80', 'warning'),
+    ('BUG kmalloc-64: Poison overwritten', 'slab'),
+    ('INFO: Freed in cpuhp_kunit_free+0x12/0x30 age=12 cpu=1 pid=45', 'slab'),
+    ('kmemleak: unreferenced object 0xffff888003a3c000 (size 64):', 'kmemleak'),
+    ('BUG: memory leak', 'kmemleak'),
 )
 
 # Real lines of kernels and machines that are not reports: each was a false
@@ -125,6 +153,17 @@ HARMLESS = (
     'test_bpf: #12 check: missing ret PASS',
     '    # cpuhp_rollback_undo: BUG: nothing, this is a KUnit diagnostic',
     'H4sIAAAAAAAAA+3OOopsQ0kBQ==',
+    # What syzkaller's table lists as not reports, that could look like ours.
+    'WARNING: workqueue cpumask: online intersect > possible intersect',
+    'WARNING: kernel not compiled with CPU_SRSO.',
+    'WARNING: See https://kernel.org/doc/html/latest/admin-guide/hw-vuln/srso.html for '
+    'mitigation options.',
+    'INFO: Stall ended before state dump start',
+    'INFO: recovery required on readonly filesystem.',
+    'EFI stub: WARNING: Failed to measure data for event 1: 0x800000000000000e',
+    'kmemleak: Not scanning unknown object at 0xffff888003a3c000',
+    'Unknown kernel command line parameters "Booting the kernel.", will be passed to user '
+    'space.',
 )
 
 
