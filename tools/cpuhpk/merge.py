@@ -12,6 +12,7 @@ coverage: verdict.json, junit.xml, coverage.info) or a mutant set or shard
                 series have two different sources); genhtml's report
   mutants.md    the mutants of every shard, with the kill ratio per set and
                 overall
+  kcidb.json    the runs' KCIDB reports in one, each object once (kcidb.py)
   findings.json the jobs' problems and known failures counted by key
                 (verdict.py: a kernel report's or failure's title), each
                 finding once however many jobs, cases or parameters hit it,
@@ -42,7 +43,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import junit, page, tree, verdict  # noqa: E402
+from cpuhpk import junit, kcidb, page, tree, verdict  # noqa: E402
 
 MERGE_SUITE = 'cpuhp-kunit merge'
 # lcov's SF: paths name the tree where the job built: <...>/linux-<version>/<file>.
@@ -304,6 +305,12 @@ def merge(dirs: Sequence[Path], out: Path) -> int:
     problems += merge_coverage(jobs, out)
     merge_junit(jobs, problems).write(out / 'junit.xml', encoding='utf-8',
                                       xml_declaration=True)
+    try:
+        reports = [kcidb.report(j.path) for j in jobs if (j.path / 'verdict.json').is_file()]
+        if reports:
+            kcidb.write(out / 'kcidb.json', kcidb.merge(reports))
+    except kcidb.ExportError as e:
+        problems.append(str(e))
     ok = bool(jobs) and all(j.ok for j in jobs) and not problems
     found = findings(jobs)
     (out / 'findings.json').write_text(json.dumps(

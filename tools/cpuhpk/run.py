@@ -19,6 +19,7 @@ Writes to out/<KVER>[-<CONFIG>]/ (make judge: out/judge/):
                 problem of the run as a whole; red in it whenever the verdict is
   kunit.log     what kunit.py printed (config, build, summary)
   coverage.info lcov tracefile of the two files; summary.txt, html/ from it
+  kcidb.json    the run for KernelCI's KCIDB (kcidb.py, schema in tools/kcidb/)
 Exit status 0 only when the verdict has no problem (verdict.py).
 """
 
@@ -44,8 +45,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import (arch, debian, decode, gcov, hostctl, junit, ktap, page,  # noqa: E402
-                    states, tree, usertree, verdict)
+from cpuhpk import (arch, debian, decode, gcov, hostctl, junit, kcidb, ktap,  # noqa: E402
+                    page, states, tree, usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -669,7 +670,16 @@ def write_outputs(out: Path, root: ktap.Test, v: verdict.Verdict,
     junit.write(out / 'junit.xml', root, v)
     verdict.write_json(out / 'verdict.json', v, context)
     amend_kunit_json(out / 'results.json', v)
+    write_kcidb(out)
     page.write_run(out)
+
+
+def write_kcidb(out: Path) -> None:
+    """out/kcidb.json: the run for KernelCI's KCIDB (kcidb.py); never fails the run."""
+    try:
+        kcidb.write(out / 'kcidb.json', kcidb.report(out))
+    except (kcidb.ExportError, OSError) as e:
+        tree.log(f'kcidb.json not written: {e}')
 
 
 def amend_kunit_json(path: Path, v: verdict.Verdict) -> None:
@@ -973,6 +983,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version
+    context['package'] = t.package
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     build_dir = build_dir_of(t, args.config, a.name)
@@ -1015,6 +1026,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     if args.coverage_report:
         v = coverage_report(out, build_dir, t.path, args.kver, v, a)
     v = decode_reports(out, build_dir / 'vmlinux', [t.path], a.cross_compile or '') or v
+    write_kcidb(out)        # with the coverage
     page.write_run(out)     # with the coverage and the state map
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
              f'{out / "index.html"}')
