@@ -27,17 +27,13 @@ STRESS_OPS ?= 0
 FORCE   ?= 0
 # 1: make matrix and make matrix-list take make test's tier only.
 TIER    ?= 0
-# The kernel series and configs make matrix (and so make test) runs: one
-# build each. sanitizers carries every detector (lockdep, KASAN, UBSAN, the
-# lockup and hung-task detectors): one kernel instead of debug and kasan;
-# rt+debug is PREEMPT_RT with lockdep. rt only on 6.12: PREEMPT_RT needs
-# ARCH_SUPPORTS_RT, which x86 selects since 6.12. CONFIG=a+b combines
-# kconfigs/ fragments. CONFIGS, when set, is run on every series of KVERS.
-# KVER= on the command line (make test KVER=6.1) narrows KVERS to it.
+# The kernel series make matrix (and so make test) runs, each with its own
+# configs (tools/cpuhpk/matrix.py: CONFIGS; one build each); CONFIGS, when
+# set, is run on every series of KVERS instead. CONFIG=a+b combines
+# kconfigs/ fragments. KVER= on the command line (make test KVER=6.1)
+# narrows KVERS to it.
 KVERS   ?= $(if $(filter command line,$(origin KVER)),$(KVER),6.12 6.1)
 CONFIGS ?=
-CONFIGS_6.12 = default sanitizers rt+debug
-CONFIGS_6.1  = default sanitizers
 SHARD   ?=
 DIRS    ?=
 # make series: "Name <email>" for From: and Signed-off-by: (default: git config).
@@ -66,7 +62,7 @@ RUN_ARGS = --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --topology '$(TOPOLO
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
 	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
-.PHONY: bisect tree-test fixes-test fixes-series fixes-series-test reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge finding-mails
+.PHONY: bisect tree-test fixes-test fixes-series fixes-series-test reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge finding-mails ci-files
 
 # Runs share the kernel cache (locked by the tools, too): never in parallel.
 .NOTPARALLEL:
@@ -82,6 +78,7 @@ help:
 	@echo '  matrix       for each series of KVERS: coverage for default, run for each other config, the fixes, series and tree jobs, Debian'"'"'s kernel; red if any is'
 	@echo '  test         tools-test, then the tier of matrix (TIER=1): both default kernels with the coverage gate, 6.12 with FIXES=1: what CI runs'
 	@echo '  matrix-list  the kernel jobs of make matrix, one a line (make arguments; TIER=1: make test'"'"'s)'
+	@echo '  ci-files     write the job lists of .gitlab-ci.yml and the GitHub workflow from tools/cpuhpk/matrix.py'
 	@echo '  merge-results  merge the out/ directories of DIRS (CI jobs) -> out/merged/'
 	@echo '  tools-test   mypy --strict and the tools own tests on recorded consoles'
 	@echo '  prepare      only install packages, extract the tree, apply src/$(KVER)/, copy kunit/'
@@ -123,7 +120,7 @@ help:
 	@echo '  KVERS=$(KVERS)  the kernel series make matrix and make test run'
 	@echo '  TIER=$(TIER)        1: make matrix and matrix-list take make test'"'"'s tier only'
 	@echo '  FORCE=$(FORCE)       1: make matrix and make test run every job, also those up to date'
-	@echo '  CONFIGS=$(CONFIGS)  the configs they run (empty: 6.12: $(CONFIGS_6.12); 6.1: $(CONFIGS_6.1))'
+	@echo '  CONFIGS=$(CONFIGS)  the configs they run (empty: each series'"'"' own, tools/cpuhpk/matrix.py)'
 	@echo '  RECORD=$(RECORD) BOOTS=$(BOOTS)  make reports: 1 records the consoles as test data; only these boots (tools/cpuhpk/provoke.py)'
 	@echo '  SHARD=$(SHARD)        make mutate: I/N runs the I-th of N shards of the mutants'
 	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
@@ -152,40 +149,11 @@ judge:
 run-debug:
 	$(MAKE) run CONFIG=debug
 
-# The jobs of make matrix, one a line, as make arguments. The default kernel
-# is the coverage kernel: its job is make coverage (the run plus the gate).
-# The default kernel boots once more with 2 CPUs (no rebuild): a CPU count
-# at which a state machine path differs (Documentation/findings/12-...).
-# tree-test (TREE= and make bisect) works on a user tree made from 6.12's.
-# fixes-test boots it with our kernel fixes (FIXES=1, the same build
-# directory: only the files they touch rebuild) at both CPU counts.
-# (A job is one word here, its arguments joined by commas.)
-JOBS = $(foreach k,$(KVERS),$(foreach c,$(or $(CONFIGS),$(CONFIGS_$(k))),$(if $(filter default,$(c)),coverage,run)$(,)KVER=$(k)$(,)CONFIG=$(c))) \
-       $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),run$(,)KVER=$(k)$(,)CONFIG=default$(,)SMP=2)) \
-       $(foreach k,$(KVERS),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_$(k)))),fixes-test$(,)KVER=$(k)$(,)CONFIG=default fixes-series-test$(,)KVER=$(k)$(,)CONFIG=default)) \
-       $(foreach k,$(filter $(SERIES_KVERS),$(KVERS)),series-test$(,)KVER=$(k)$(,)CONFIG=default) \
-       $(if $(filter 6.12,$(KVERS)),tree-test$(,)KVER=6.12$(,)CONFIG=default) \
-       $(if $(filter 6.12,$(KVERS)),$(if $(filter default,$(or $(CONFIGS),$(CONFIGS_6.12))),$(foreach a,$(OTHER_ARCHS),coverage$(,)KVER=6.12$(,)CONFIG=default$(,)ARCH=$(a))))
-, := ,
-# Debian's own kernel (CONFIG=debian): a job of make matrix, with its own
-# configuration (Documentation/configs.md).
-DEBIAN_JOB = $(if $(CONFIGS),,$(if $(filter 6.12,$(KVERS)),run$(,)KVER=6.12$(,)CONFIG=debian))
-# A series of KVERS with no configs would silently run nothing.
-jobs_all = $(foreach k,$(KVERS),$(if $(or $(CONFIGS),$(CONFIGS_$(k))),,$(error KVERS: no configs for $(k): set CONFIGS= or add CONFIGS_$(k) to the Makefile)))$(JOBS) $(DEBIAN_JOB)
-# ARCH= other than x86_64 on the command line (make matrix ARCH=arm64)
-# selects that architecture's jobs: every job would inherit it, and the
-# x86 ones are not built for it.
-jobs_checked = $(if $(filter x86_64,$(ARCH)),$(jobs_all),$(or $(filter %$(,)ARCH=$(ARCH),$(jobs_all)),$(error ARCH=$(ARCH): no job of the matrix is for it (OTHER_ARCHS=$(OTHER_ARCHS), KVERS=$(KVERS)))))
-# make test's tier: the jobs that fit a cold run on one 2-core machine in
-# 45 minutes: every suite on both default kernels with the coverage gate
-# (five guests each) and our kernel fixes on 6.12. make matrix and both CI
-# definitions run every job (Documentation/ci.md#the-tier-and-the-matrix
-# says what each job costs and catches). TIER=1 selects it; with ARCH=
-# another architecture, that architecture's jobs.
-TIER_JOBS = coverage$(,)KVER=6.12$(,)CONFIG=default coverage$(,)KVER=6.1$(,)CONFIG=default \
-	    fixes-test$(,)KVER=6.12$(,)CONFIG=default
-jobs_tier = $(if $(filter x86_64,$(ARCH)),$(or $(filter $(TIER_JOBS),$(jobs_checked)),$(error no job of make test's tier in KVERS=$(KVERS) CONFIGS=$(CONFIGS): make matrix runs them)),$(jobs_checked))
-jobs_run = $(if $(filter 1,$(TIER)),$(jobs_tier),$(jobs_checked))
+# The jobs of make matrix and make test's tier are defined once, in
+# tools/cpuhpk/matrix.py (jobs(), TIER); these knobs select from them, and
+# the CI definitions' job lists are generated from there (make ci-files).
+MATRIX_ARGS = --kvers '$(KVERS)' --configs '$(CONFIGS)' --series-kvers '$(SERIES_KVERS)' \
+	      --other-archs '$(OTHER_ARCHS)' --arch '$(ARCH)' --tier '$(TIER)'
 
 # Every job runs even when an earlier one is red; the exit status says if any was
 # (tools/cpuhpk/matrix.py: a line a job as it starts and ends, with the time
@@ -193,7 +161,7 @@ jobs_run = $(if $(filter 1,$(TIER)),$(jobs_tier),$(jobs_checked))
 # that passed and whose inputs did not change since is not run again
 # (out/.jobs/, tools/cpuhpk/jobstamp.py); FORCE=1 runs it.
 matrix:
-	$(PYTHON) tools/cpuhpk/matrix.py --force '$(FORCE)' -- $(jobs_run)
+	$(PYTHON) tools/cpuhpk/matrix.py run --force '$(FORCE)' $(MATRIX_ARGS)
 
 test: tools-test
 	@$(MAKE) --no-print-directory matrix TIER=1
@@ -247,10 +215,13 @@ fixes-series: series-config
 fixes-series-test: series-config
 	$(PYTHON) tools/cpuhpk/fixseries.py --kver '$(KVER)' --author '$(AUTHOR)' --author-of-head
 
-# The kernel jobs make test runs, one a line, as make arguments (for a CI
-# engine's matrix; .gitlab-ci.yml and .github/workflows/ list the same).
+# The kernel jobs make matrix runs, one a line, as make arguments.
 matrix-list:
-	@for job in $(jobs_run); do echo "$$job" | tr , ' '; done
+	@$(PYTHON) tools/cpuhpk/matrix.py list $(MATRIX_ARGS)
+
+# The job lists of .gitlab-ci.yml and .github/workflows/, from matrix.py.
+ci-files:
+	$(PYTHON) tools/cpuhpk/matrix.py ci
 
 merge-results:
 	@test -n '$(DIRS)' || { echo 'usage: make merge-results DIRS="out/a out/b ..."' >&2; exit 2; }

@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import unittest
 from typing import Dict, List, Optional
 
 from cpuhpk import matrix
+
+
+class DefinitionTest(unittest.TestCase):
+    def test_the_tier_names_jobs_of_the_matrix(self) -> None:
+        every = [str(j) for j in matrix.jobs()]
+        self.assertEqual(len(every), len(set(every)))
+        for job in matrix.TIER:
+            self.assertIn(job, every)
+        self.assertEqual([str(j) for j in matrix.select(matrix.jobs(), tier=True)],
+                         list(matrix.TIER))
+
+    def test_a_job_is_its_make_arguments(self) -> None:
+        job = matrix.Job('coverage', '6.12', 'default', ('ARCH=arm64',))
+        self.assertEqual(str(job), 'coverage KVER=6.12 CONFIG=default ARCH=arm64')
+        self.assertEqual(job.word, 'coverage,KVER=6.12,CONFIG=default,ARCH=arm64')
+        self.assertEqual(matrix.words(job.word), ['make', *job.args])
 
 
 class MatrixRunTest(unittest.TestCase):
@@ -50,8 +68,10 @@ class MatrixRunTest(unittest.TestCase):
         self.assertEqual(lines[5], 'cpuhp-kunit [3/3] c: ok in 7 min, nothing left')
         self.assertEqual(lines[-1], 'cpuhp-kunit matrix: PASS')
 
-    def test_no_job_is_an_error(self) -> None:
-        self.assertEqual(matrix.main([]), 2)
+    def test_no_selection_is_an_error(self) -> None:
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(matrix.main(['list', '--configs', 'sanitizers', '--tier', '1']), 2)
+        self.assertIn("no job of make test's tier", err.getvalue())
 
 
 if __name__ == '__main__':
