@@ -38,13 +38,13 @@ SHARD   ?=
 DIRS    ?=
 # make series: "Name <email>" for From: and Signed-off-by: (default: git config).
 AUTHOR  ?=
-# The kernel series whose upstream-shaped series make test checks (series-test).
+# The kernel series whose upstream-shaped series make matrix checks (series-test).
 SERIES_KVERS ?= 6.12
 # make finding-mails: the findings mailed (numbers of Documentation/findings/).
 FINDINGS ?= 14 10 04
-# The architectures besides x86_64 whose default kernel make matrix (and so
-# make test) boots, with the coverage gate: 6.12's, when the matrix runs
-# 6.12 and its default config.
+# The architectures besides x86_64 whose default kernel make matrix boots,
+# with the coverage gate: 6.12's, when the matrix runs 6.12 and its default
+# config.
 OTHER_ARCHS ?= arm64
 PARTS   ?=
 RECORD  ?= 0
@@ -126,7 +126,7 @@ help:
 	@echo '  DIRS=$(DIRS)         make merge-results: the out/ directories to merge'
 	@echo '  AUTHOR=$(AUTHOR)       make series, fixes-series: "Name <email>" of From: and Signed-off-by: (default: git config)'
 	@echo '  FINDINGS=$(FINDINGS)  make finding-mails: the findings to write mails for'
-	@echo '  SERIES_KVERS=$(SERIES_KVERS)  the series make test checks with series-test'
+	@echo '  SERIES_KVERS=$(SERIES_KVERS)  the series make matrix checks with series-test'
 	@echo '  TREE=$(TREE)  your kernel git tree instead of the Debian one (never written to); KVER follows its version'
 	@echo '  REV=$(REV) LOCAL=$(LOCAL)  TREE=: the revision; 1: with the uncommitted changes of its tracked files (REV=HEAD)'
 	@echo '  SERIES=$(SERIES)  TREE=: a directory of your own patches instead of src/$$KVER/series'

@@ -1,7 +1,7 @@
 #!/bin/sh
 # make bench: where the time to a verdict goes, on this machine. Prints a
-# table and writes it to out/bench.txt; the numbers go to README
-# ("Performance"). No pass/fail: targets are in README, not here.
+# table and writes it to out/bench.txt; the numbers go to
+# Documentation/performance.md. No pass/fail: the targets are there, not here.
 #
 #   warm     make test with nothing changed (every job up to date), then
 #            tools-test and every job of make test (make matrix-list

@@ -214,7 +214,7 @@ def bisect(args: argparse.Namespace) -> int:
             '--timeout', str(args.timeout), *(['--series', args.series] if args.series else [])]
     with bisection(bare, good_user.sha, bad_user.sha):
         env = dict(os.environ, CPUHP_KUNIT_NOWAIT='1')
-        # A session of its own: on Ctrl-C or SIGTERM here, git, the step and
+        # A process group of its own (setsid): on Ctrl-C or SIGTERM here, git, the step and
         # its run are ended together (the run stops kunit.py, make and QEMU)
         # before the bisection is reset.
         proc = subprocess.Popen(['git', *tree.GIT_IDENTITY, '-C', str(bare), 'bisect', 'run',

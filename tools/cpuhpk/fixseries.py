@@ -280,8 +280,9 @@ def make_steps(work: Path, build_dir: Path, targets: Sequence[str]) -> List[List
     a single-object goal Kbuild descends into every directory whose path
     begins the goal's, and arch/x86/Makefile lists arch/x86/power/ on its
     own (drivers-$(CONFIG_PM)) besides arch/x86/: both makes compile
-    arch/x86/power/hibernate.o, at once under -j (6.1.192 in the CI of
-    stop 36: 'objtool: Can't open arch/x86/power/hibernate.o', Error 143).
+    arch/x86/power/hibernate.o, at once under -j (6.1.192, fixes-series-test
+    in the project CI's run of 2026-12-06: 'objtool: Can't open
+    arch/x86/power/hibernate.o', Error 143).
     """
     make = series.make_command(work, build_dir)
     if not any(t.endswith('.o') for t in targets):

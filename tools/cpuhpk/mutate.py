@@ -281,7 +281,8 @@ def derived_timeout(baseline_running: float) -> int:
     plus 30 s (a shared machine's jitter), and never less than
     TIMEOUT_FLOOR: a fixed 60 s was below the sanitizer kernel's own 54 s
     of suites plus its boot, so every mutant there was 'killed' by a
-    timeout (the first run of issue 26's sanitizer set)."""
+    timeout (the first run of the sanitizer kernel's shard 1/4 on
+    2026-12-06, before f763b52)."""
     return max(TIMEOUT_FLOOR, math.ceil(2 * baseline_running + 30))
 
 

@@ -484,7 +484,7 @@ VARIANTS = {
                   '# CONFIG_TRACING is not set'),
 }
 SUITE_OPTIONS = ('CONFIG_CPUHP_KUNIT_TEST', 'CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST')
-# Every patch is built for these architectures too (issue 27), with BASE_CONFIG.
+# Every patch is built for these architectures too (since 8e6f8d1), with BASE_CONFIG.
 CHECK_ARCHES = ('arm64',)
 BUILD_SECONDS = 45 * 60
 

@@ -47,7 +47,7 @@ ADDED_HISTORY_PATH: Dict[str, List[str]] = {
         'crosststamp_history_long', 'crosststamp_seqcount_retry'],
 }
 # Hotplug disabled, the real suspend and hibernation, SMT control, CPU
-# hot-add (2026-12-05, issue 24): after the
+# hot-add (2026-12-05, 15d7ddb and b11ec81): after the
 # derailed_* recording too.
 ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
     'cpuhp_rollback': ['cpuhp_rollback_frozen_refuses', 'cpuhp_rollback_disabled',
@@ -68,15 +68,15 @@ ADDED_HOTPLUG_DISABLED: Dict[str, List[str]] = {
                     'nosmt_boot_threads_offline',
                     'nosmt_control_on_off', 'nosmt_force_refuses'],
 }
-# 2026-12-06 (issue 25): the discontinuity's mult ratio, the realtime rate.
+# 2026-12-06 (4be750b, dd46b17): the discontinuity's mult ratio, the realtime rate.
 ADDED_HOTPLUG_DISABLED['timekeeping_crosststamp'] = [
     'crosststamp_history_clock_set_scaled', 'crosststamp_history_rate_interpolated',
     'crosststamp_history_overflow_boundary']
-# 2026-12-06 (issue 24): the freeze's primary and its wakeup abort.
+# 2026-12-06 (aab6f5a): the freeze's primary and its wakeup abort.
 ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += [
     'cpuhp_rollback_freeze_any_primary', 'cpuhp_rollback_freeze_offline_primary',
     'cpuhp_rollback_freeze_wakeup_aborts']
-# 2026-12-06 (issue 27): a hotpluggable boot CPU (arm64) goes and comes back.
+# 2026-12-06 (7215f06): a hotpluggable boot CPU (arm64) goes and comes back.
 ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['boot_cpu_goes_and_comes_back']
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
     s: ADDED_HISTORY_PATH.get(s, []) + ADDED_HOTPLUG_DISABLED.get(s, [])

@@ -206,8 +206,9 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual([j for j in matrix_list('CONFIGS=debug', 'KVERS=6.1') if 'SMP' in j], [])
 
     def test_arm64_boots_6_12_s_default_kernel(self) -> None:
-        """One arm64 job (issue 27): 6.12's default kernel with its coverage gate,
-        in make test, in neither without 6.12's default, none with OTHER_ARCHS=."""
+        """One arm64 job: 6.12's default kernel with its coverage gate, in make
+        matrix and not in make test's tier, in neither without 6.12's default,
+        none with OTHER_ARCHS=."""
         jobs = [j for j in matrix_list() if 'ARCH=' in j]
         self.assertEqual(jobs, ['coverage KVER=6.12 CONFIG=default ARCH=arm64'])
         self.assertNotIn(jobs[0], matrix_list('TIER=1'))
@@ -237,7 +238,7 @@ class MatrixListTest(unittest.TestCase):
         self.assertEqual([j for j in matrix_list('KVER=6.1') if 'KVER=6.1 ' not in j], [])
 
     def test_one_sanitizer_kernel_per_series(self) -> None:
-        """The detectors in one kernel: no separate debug or kasan job (issue 26)."""
+        """The detectors in one kernel: no separate debug or kasan job (since 1091ffd)."""
         jobs = matrix_list()
         for kver in ('6.12', '6.1'):
             self.assertIn(f'run KVER={kver} CONFIG=sanitizers', jobs)

@@ -78,7 +78,7 @@ class PlanTest(unittest.TestCase):
 class MakeStepsTest(unittest.TestCase):
     def test_objects_one_job_at_a_time_after_prepare(self) -> None:
         """Two makes compiled arch/x86/power/hibernate.o at once under -j2
-        (6.1, the CI of stop 36): objects are built with -j1."""
+        (6.1, the project CI's run of 2026-12-06): objects are built with -j1."""
         steps = fixseries.make_steps(Path('/w'), Path('/b'), ['arch/x86/power/hibernate.o'])
         self.assertEqual(len(steps), 2)
         self.assertEqual(steps[0][-1], 'prepare')

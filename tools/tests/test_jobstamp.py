@@ -90,7 +90,7 @@ class JobStampTest(unittest.TestCase):
 
     def test_a_dry_run_keeps_the_stamp_of_a_pass(self) -> None:
         """tools-test runs make -n test: it removed every stamp, so a warm
-        make test never found a job up to date (issue 26)."""
+        make test never found a job up to date (until da9ade5)."""
         job = self.job()
         jobstamp.main(['--', *job])
         with mock.patch.dict(os.environ, {'MAKEFLAGS': 'n --no-print-directory'}):

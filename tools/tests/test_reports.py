@@ -120,7 +120,7 @@ HEADS = (
 )
 
 # Real lines of kernels and machines that are not reports: each was a false
-# alarm of the word-matching check (issue 20's list) or is printed at boot.
+# alarm of the word-matching check before 1067cc5, or is printed at boot.
 HARMLESS = (
     'Spectre V2 : WARNING: Unprivileged eBPF is enabled with eIBRS on, data leaks possible '
     'via Spectre v2 BHB attacks!',

@@ -1,4 +1,4 @@
-"""Tests for cpuhpk.verdict: no green by mistake (issue #8) and what CI reads (#9)."""
+"""Tests for cpuhpk.verdict: no green by mistake, and what CI reads (195132d)."""
 
 from __future__ import annotations
 

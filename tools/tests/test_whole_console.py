@@ -78,8 +78,10 @@ LOCKUP = ['watchdog: Watchdog detected hard LOCKUP on cpu 2',
 CASE = '    ok 3 cpuhp_rollback_down_fails'
 
 
-class IssueRowsTest(unittest.TestCase):
-    """The five consoles of issue 20's table, each PASS before."""
+class ConsolesOnceGreenTest(unittest.TestCase):
+    """Broken consoles the verdict before 1067cc5 judged PASS: a report in a
+    case (UBSAN, a hung task, a hard lockup), the user-space suite without
+    its result line, a guest that booted twice."""
 
     def test_the_recording_itself_is_green(self) -> None:
         v = judge(lines())
@@ -203,7 +205,7 @@ class RealMachineConsoleTest(unittest.TestCase):
 
 
 class KnownFailureScopeTest(unittest.TestCase):
-    """Issue 28: a known failure covers what it names, nothing else in its case."""
+    """A known failure covers what it names, nothing else in its case (1067cc5)."""
 
     FROZEN = 'cpuhp_rollback.cpuhp_rollback_frozen_clear_after_thaw'
 
@@ -440,7 +442,7 @@ class CleanBootTest(unittest.TestCase):
 
 
 class RecordedMaskingTest(unittest.TestCase):
-    """Issue 28's break, recorded from a real 6.1.192 run (unedited): make
+    """The break an entry masked, recorded from a real 6.1.192 run (unedited): make
     mutate KVER=6.1 with mutants/freeze-error-keeps-hotplug-enabled.patch.
     cpuhp_rollback_freeze_fails is a known failure on 6.1 for the boot CPU's
     target; the break adds 'WARNING: ... __cpu_hotplug_enable' to that case,
