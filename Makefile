@@ -56,11 +56,35 @@ LOCAL   ?= 1
 SERIES  ?=
 GOOD    ?=
 BAD     ?= HEAD
+# kunit.py's own knobs (make run; make judge takes ISOLATE and FILTER_ATTR/
+# FILTER_ACTION as what the console's run asked for, and ignores the rest).
+# Kconfig lines on top of CONFIG's fragments, apart by spaces, e.g.
+# KCONFIG_ADD='CONFIG_KASAN=y CONFIG_KCOV=n': part of the build (a change rebuilds).
+KCONFIG_ADD ?=
+# Kernel arguments after the run's own, apart by spaces.
+KERNEL_ARGS ?=
+# QEMU arguments after the run's own (split as a shell would).
+QEMU_ARGS ?=
+# Make options of the kernel build, e.g. LLVM=1 (clang and LLVM's tools):
+# part of the build, the toolchain named in verdict.json.
+MAKE_OPTIONS ?=
+# suite or test: one boot per suite or per case (kunit.py --run_isolated),
+# judged, reported and covered as one run.
+ISOLATE ?=
+# KUnit attribute filter, e.g. FILTER_ATTR='speed>slow' (no KUNIT_CASE_SLOW
+# case): kernels with KUnit attributes (6.12, not 6.1). FILTER_ACTION=skip:
+# the cases it leaves out run as skipped instead.
+FILTER_ATTR ?=
+FILTER_ACTION ?=
 
 TREE_ARGS = $(if $(TREE),--tree '$(TREE)' --rev '$(REV)' --local '$(LOCAL)' --series '$(SERIES)')
+# kunit.py's own knobs; --x='...' because a value may start with '-' (QEMU_ARGS).
+KUNIT_PY_ARGS = --kconfig-add='$(KCONFIG_ADD)' --kernel-args='$(KERNEL_ARGS)' --qemu-args='$(QEMU_ARGS)' \
+	   --make-options='$(MAKE_OPTIONS)' --isolate='$(ISOLATE)' --filter-attr='$(FILTER_ATTR)' \
+	   --filter-action='$(FILTER_ACTION)'
 RUN_ARGS = --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --topology '$(TOPOLOGY)' --filter '$(FILTER)' --config '$(CONFIG)' \
 	   --timeout '$(TIMEOUT)' --fixes '$(FIXES)' --strict '$(STRICT)' \
-	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
+	   --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS) $(KUNIT_PY_ARGS)
 
 .PHONY: bisect tree-test fixes-test fixes-series fixes-series-test reports series series-config series-check series-pristine series-test help run run-debug matrix matrix-list merge-results test tools-test prepare coverage mutate bench checkpatch clean-cache judge finding-mails ci-files
 
@@ -117,6 +141,12 @@ help:
 	@echo '  STRICT=$(STRICT)      1: known failures (kunit/known-failures-$$KVER) are red; run what wedges a CPU'
 	@echo '  SEED=$(SEED)         cpuhp_stress: seed of the random walk (0: random, printed in the KTAP)'
 	@echo '  STRESS_OPS=$(STRESS_OPS)   cpuhp_stress: operations of the walk (0: the suite default, 400)'
+	@echo '  KCONFIG_ADD=$(KCONFIG_ADD)  kconfig lines on top of the fragments, apart by spaces (kunit.py --kconfig_add; a change rebuilds)'
+	@echo '  KERNEL_ARGS=$(KERNEL_ARGS)  kernel arguments after the run'"'"'s own, apart by spaces (kunit.py --kernel_args)'
+	@echo '  QEMU_ARGS=$(QEMU_ARGS)  QEMU arguments after the run'"'"'s own (kunit.py --qemu_args)'
+	@echo '  MAKE_OPTIONS=$(MAKE_OPTIONS)  make options of the build, e.g. LLVM=1 for clang (kunit.py --make_options; a change rebuilds)'
+	@echo '  ISOLATE=$(ISOLATE)  suite or test: one boot per suite or per case (kunit.py --run_isolated), judged as one run'
+	@echo '  FILTER_ATTR=$(FILTER_ATTR) FILTER_ACTION=$(FILTER_ACTION)  KUnit attribute filter, e.g. FILTER_ATTR='"'"'speed>slow'"'"' (6.12 only); FILTER_ACTION=skip: what it leaves out runs as skipped'
 	@echo '  KVERS=$(KVERS)  the kernel series make matrix and make test run'
 	@echo '  TIER=$(TIER)        1: make matrix and matrix-list take make test'"'"'s tier only'
 	@echo '  FORCE=$(FORCE)       1: make matrix and make test run every job, also those up to date'

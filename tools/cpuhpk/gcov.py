@@ -11,7 +11,9 @@ kunit_shutdown=reboot lands behind '--', among init's arguments) but runs
 (when FILTER selects it), then Debian's busybox-static mounts debugfs and
 prints the .gcda files of /sys/kernel/debug/gcov as a base64 tar on the
 console, then powers off. Those files go back into the build directory next
-to their .gcno files, where lcov and genhtml read them.
+to their .gcno files, where lcov and genhtml read them (with llvm-cov gcov
+for a kernel clang built, MAKE_OPTIONS=LLVM=1). With ISOLATE= every boot
+prints its own; their tracefiles are added up (merge_boots()).
 
 The selftest anchor of make coverage (tools/cpuhpk/coverage.py) boots the
 same kernel with an initramfs that runs upstream's cpu-on-off-test.sh -a
@@ -85,11 +87,15 @@ echo "{END}"
 
 # After the KUnit suites: the user-space tests (their KTAP joins the run's),
 # then print the gcov data, power off. {tests}: one line per test script.
+# A boot that only lists the suites (kunit.py --run_isolated boots once
+# with kunit.action=list first, and reads nothing after the list) powers
+# off at once: no user-space test, no gcov data.
 INIT = '''#!/bin/busybox sh
 /bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
 /bin/busybox --install -s
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+case " $(cat /proc/cmdline) " in *" kunit.action="*) /bin/busybox reboot -f;; esac
 {tests}
 ''' + DUMP_GCOV.replace('{', '{{').replace('}', '}}')
 
@@ -133,17 +139,31 @@ def userspace_cases(filter_glob: str) -> List[str]:
                             filter_glob).get(SYSFS_SUITE, [])
 
 
-def guest(build_dir: Path, filter_glob: str, a: Optional[arch.Arch] = None) -> Path:
+def only_in_boot(anchor: str, command: str) -> str:
+    """@command run only in the boot of kunit.py --run_isolated whose
+    kunit.filter_glob is @anchor ('suite' or 'suite.case'), or @anchor
+    followed by a case glob ('suite.<glob>', ISOLATE=suite with FILTER=s.c)."""
+    return (f'case " $(cat /proc/cmdline) " in *" kunit.filter_glob={anchor} "*|'
+            f'*" kunit.filter_glob={anchor}."*) {command};; esac')
+
+
+def guest(build_dir: Path, filter_glob: str, a: Optional[arch.Arch] = None,
+          anchor: str = '') -> Path:
     """The initramfs and kunit.py --qemu_config of a run on @a; returns the latter.
 
     Written into @build_dir (the kernel they belong to); the sysfs test runs
     with the cases @filter_glob selects, not at all when it selects none.
+    With @anchor (ISOLATE=: one boot per suite or case), only in the boot of
+    that suite or case (only_in_boot()): the user-space suite runs once in
+    the run, as in a single boot. Every boot prints its gcov data.
     """
     a = a or arch.get(arch.HOST)
     where = build_dir / 'cpuhp-kunit'
     where.mkdir(parents=True, exist_ok=True)
     cases = userspace_cases(filter_glob)
     tests = f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}" if cases else ':'
+    if cases and anchor:
+        tests = only_in_boot(anchor, tests)
     initrd = make_initramfs(where / 'initramfs.cpio', INIT.format(tests=tests),
                             [('cpuhp_sysfs_test.sh', SYSFS_TEST)] if cases else [],
                             busybox(a))
@@ -185,12 +205,17 @@ def gcda_blob(console: Path) -> bytes:
     """The gcov archive printed on the console, checked against its sha256."""
     if not console.is_file():
         raise tree.PrepareError(f'no console ({console}): the kernel was not built or did not boot')
-    lines = ktap.read_console(console).lines
+    return gcda_blob_of(ktap.read_console(console).lines, str(console))
+
+
+def gcda_blob_of(lines: Sequence[str], where: str) -> bytes:
+    """The first gcov archive printed in @lines (a console, or one boot of
+    it, read from @where), checked against its sha256."""
     try:
         start = next(i for i, ln in enumerate(lines) if ln.startswith(BEGIN))
         end = next(i for i, ln in enumerate(lines) if i > start and ln.strip() == END)
     except StopIteration:
-        raise tree.PrepareError(f'no gcov data on the console ({console}): '
+        raise tree.PrepareError(f'no gcov data on the console ({where}): '
                                 'did the kernel reach /init?') from None
     # Kernel messages may interleave: keep the lines that are base64.
     b64 = [ln.strip() for ln in lines[start + 1:end] if BASE64_LINE.match(ln.strip())]
@@ -203,7 +228,7 @@ def gcda_blob(console: Path) -> bytes:
         raise tree.PrepareError(f'gcov data on the console is damaged: {e}') from None
     want = lines[start][len(BEGIN):].split()[:1]
     if not blob or want != [hashlib.sha256(blob).hexdigest()]:
-        raise tree.PrepareError(f'gcov data in {console} is missing or damaged '
+        raise tree.PrepareError(f'gcov data in {where} is missing or damaged '
                                 '(sha256 differs from the one the guest printed)')
     return blob
 
@@ -256,8 +281,13 @@ def gcda_members(blob: bytes, build_dir: Path) -> List[Tuple[Path, bytes]]:
 
 def extract_gcda(console: Path, build_dir: Path) -> List[Path]:
     """Put the .gcda files printed on the console back into the build directory."""
+    return write_gcda(gcda_blob(console), build_dir)
+
+
+def write_gcda(blob: bytes, build_dir: Path) -> List[Path]:
+    """Put the .gcda files of the gcov archive @blob back into the build directory."""
     written: List[Path] = []
-    for path, data in gcda_members(gcda_blob(console), build_dir):
+    for path, data in gcda_members(blob, build_dir):
         # Never through a link that may stand where the file should be.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         with os.fdopen(fd, 'wb') as f:
@@ -448,10 +478,35 @@ def gate_functions(files: Dict[str, FileCov],
     return problems
 
 
+CLANG_VERSION = re.compile(r'^CONFIG_CLANG_VERSION=(\d+)$', re.M)
+
+
+def gcov_tool(build_dir: Path) -> List[str]:
+    """lcov's --gcov-tool for the kernel in @build_dir: none for gcc's
+    (lcov runs gcc's gcov), for clang's (MAKE_OPTIONS=LLVM=1) llvm-cov gcov,
+    through a script in the build directory (lcov runs one program): gcc's
+    gcov cannot read clang's .gcno and .gcda files ('version 408*, prefer
+    B22*' with Debian 12's gcc 12 and clang 14)."""
+    try:
+        config = (build_dir / '.config').read_text(errors='replace')
+    except OSError:
+        return []
+    if not re.search(r'^CONFIG_CC_IS_CLANG=y$', config, re.M):
+        return []
+    m = CLANG_VERSION.search(config)
+    versioned = f'llvm-cov-{int(m.group(1)) // 10000}' if m else ''
+    cov = versioned if versioned and shutil.which(versioned) else 'llvm-cov'
+    script = build_dir / 'cpuhp-kunit' / 'llvm-gcov'
+    script.parent.mkdir(parents=True, exist_ok=True)
+    script.write_text(f'#!/bin/sh\nexec {cov} gcov "$@"\n')
+    script.chmod(0o755)
+    return ['--gcov-tool', str(script)]
+
+
 def capture(build_dir: Path, src: Path, out: Path, name: str) -> Dict[str, FileCov]:
     """lcov over the .gcda files now in @build_dir, restricted to FILES."""
     lcov('--capture', '--directory', str(build_dir), '--base-directory', str(src),
-         '--output-file', str(out / f'{name}-all.info'))
+         *gcov_tool(build_dir), '--output-file', str(out / f'{name}-all.info'))
     lcov('--extract', str(out / f'{name}-all.info'), *[f'*/{f}' for f in FILES],
          '--output-file', str(out / f'{name}.info'))
     return parse_info((out / f'{name}.info').read_text())
@@ -466,20 +521,61 @@ def lcov(*args: str) -> str:
 
 
 def report(out: Path, build_dir: Path, src: Path, kver: str,
-           a: Optional[arch.Arch] = None) -> Dict[str, FileCov]:
+           a: Optional[arch.Arch] = None,
+           boots: Optional[Sequence[Sequence[str]]] = None) -> Dict[str, FileCov]:
     """The gcov data of out/console.log as out/coverage.info, summary.txt, html/.
 
     Stale .gcda files of an earlier run must have been removed from
-    @build_dir before the run (clear()).
+    @build_dir before the run (clear()). With @boots (ISOLATE=: the
+    console's boots, each a list of lines) every boot printed its own gcov
+    data, the counts of that boot alone: merge_boots() adds them up.
     """
-    gcda = extract_gcda(out / 'console.log', build_dir)
-    tree.log(f'{len(gcda)} .gcda files from the guest')
-    files = capture(build_dir, src, out, 'coverage')
+    if boots is not None:
+        files = merge_boots(out, build_dir, src, boots)
+    else:
+        gcda = extract_gcda(out / 'console.log', build_dir)
+        tree.log(f'{len(gcda)} .gcda files from the guest')
+        files = capture(build_dir, src, out, 'coverage')
     (out / 'coverage-all.info').unlink(missing_ok=True)
     genhtml(out / 'coverage.info', out / 'html')
     text = summary(files, thresholds_path(kver, a))
     (out / 'summary.txt').write_text('\n'.join(text) + '\n')
     return files
+
+
+def merge_boots(out: Path, build_dir: Path, src: Path,
+                boots: Sequence[Sequence[str]]) -> Dict[str, FileCov]:
+    """out/coverage.info of several boots of one kernel: each boot's gcov
+    data put into @build_dir in turn and captured (lcov), the tracefiles
+    added up (lcov -a): a line run in any boot is covered, its count the
+    sum. A boot that printed no gcov data (it crashed before /init: the
+    verdict says so) adds nothing and is named in the log; none at all is
+    an error, as for a single boot."""
+    parts: List[Path] = []
+    missing: List[str] = []
+    for n, lines in enumerate(boots, 1):
+        try:
+            blob = gcda_blob_of(lines, f'{out / "console.log"}, boot {n}')
+        except tree.PrepareError as e:
+            missing.append(f'boot {n}: {e}')
+            continue
+        clear(build_dir)
+        write_gcda(blob, build_dir)
+        capture(build_dir, src, out, f'coverage-boot{n}')
+        (out / f'coverage-boot{n}-all.info').unlink(missing_ok=True)
+        parts.append(out / f'coverage-boot{n}.info')
+    if not parts:
+        raise tree.PrepareError(f'no gcov data in any of the {len(boots)} boots: '
+                                + (missing[0] if missing else 'no boot'))
+    tree.log(f'coverage: the gcov data of {len(parts)} of {len(boots)} boots added up (lcov -a)'
+             + (f'; none from {"; ".join(missing)}' if missing else ''))
+    args: List[str] = []
+    for part in parts:
+        args += ['--add-tracefile', str(part)]
+    lcov(*args, '--output-file', str(out / 'coverage.info'))
+    for part in parts:
+        part.unlink(missing_ok=True)
+    return parse_info((out / 'coverage.info').read_text())
 
 
 def genhtml(info: Path, html: Path) -> None:
