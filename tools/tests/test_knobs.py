@@ -28,6 +28,7 @@ from unittest import mock
 
 from cpuhpk import arch, gcov, ktap, run, tree, verdict
 from tests.recorded import run_default_expectations
+from tests.test_run import fake_tree as build_inputs_tree
 
 DATA = Path(__file__).parent / 'data'
 CONSOLE = DATA / 'run_default_6.12_console.log'
@@ -305,16 +306,7 @@ class FingerprintTest(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
         root = Path(self.tmp.name)
-        src = root / 'linux'
-        (src / 'kernel').mkdir(parents=True)
-        (src / 'Makefile').write_text('all:\n')
-        for argv in (['init', '-q'], ['add', '-A', '-f'], ['commit', '-q', '-m', 'baseline']):
-            tree.git(src, *argv)
-        self.t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=src)
-        self.frag = root / 'default.config'
-        self.frag.write_text('CONFIG_KUNIT=y\n')
-        self.qemu = root / 'x86_64_gcov.py'
-        self.qemu.write_text('kconfig = "CONFIG_SERIAL_8250=y"\n')
+        self.t, self.frag, self.qemu = build_inputs_tree(root)
 
     def inputs(self, *argv: str) -> Optional[str]:
         args = run.parser().parse_args(list(argv))

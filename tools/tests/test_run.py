@@ -13,7 +13,7 @@ import tempfile
 import time
 import unittest
 from pathlib import Path
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 from unittest import mock
 
 from cpuhpk import arch, mutate, run, tree, verdict
@@ -501,6 +501,26 @@ class CommandTest(unittest.TestCase):
             run.main(['--topology', 'nosmt', '--smp', '3'])
 
 
+def fake_tree(root: Path) -> Tuple[tree.Tree, Path, Path]:
+    """A committed stand-in kernel tree under @root, a kconfig fragment and a
+    QEMU config: what a build's fingerprint reads."""
+    src = root / 'linux'
+    src.mkdir()
+    (src / 'Makefile').write_text('all:\n')
+    (src / 'kernel').mkdir()
+    (src / 'kernel' / 'cpu.c').write_text('int x;\n')
+    # Debian's tree ignores every top-level directory: the kunit/
+    # sources copied in are ignored files.
+    (src / '.gitignore').write_text('/*\n!/debian/\n')
+    for argv in (['init', '-q'], ['add', '-A', '-f'], ['commit', '-q', '-m', 'baseline']):
+        tree.git(src, *argv)
+    frag = root / 'default.config'
+    frag.write_text('CONFIG_KUNIT=y\n')
+    qemu = root / 'x86_64_gcov.py'
+    qemu.write_text('kconfig = "CONFIG_SERIAL_8250=y"\n')
+    return tree.Tree(kver='6.12', package='x', version='6.12.118', path=src), frag, qemu
+
+
 class BuildReuseTest(unittest.TestCase):
     """A run boots the kernel built before (kunit.py exec) only when nothing
     its build reads changed and nothing rebuilt it since."""
@@ -509,21 +529,8 @@ class BuildReuseTest(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
         root = Path(self.tmp.name)
-        src = root / 'linux'
-        src.mkdir()
-        (src / 'Makefile').write_text('all:\n')
-        (src / 'kernel').mkdir()
-        (src / 'kernel' / 'cpu.c').write_text('int x;\n')
-        # Debian's tree ignores every top-level directory: the kunit/
-        # sources copied in are ignored files.
-        (src / '.gitignore').write_text('/*\n!/debian/\n')
-        for argv in (['init', '-q'], ['add', '-A', '-f'], ['commit', '-q', '-m', 'baseline']):
-            tree.git(src, *argv)
-        self.t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=src)
-        self.frag = root / 'default.config'
-        self.frag.write_text('CONFIG_KUNIT=y\n')
-        self.qemu = root / 'x86_64_gcov.py'
-        self.qemu.write_text('kconfig = "CONFIG_SERIAL_8250=y"\n')
+        self.t, self.frag, self.qemu = fake_tree(root)
+        src = self.t.path
         self.build = root / 'build'
         self.build.mkdir()
         (self.build / 'vmlinux').write_bytes(b'ELF')
