@@ -2,7 +2,7 @@
 
 Every run yields coverage (tools/cpuhpk/gcov.py): the default kernel is the
 coverage kernel, so this builds nothing `make run` has not built. The same
-kernel boots once per guest topology (run.TOPOLOGIES: flat, then the SMT
+kernel boots once per guest topology (kunitcmd.TOPOLOGIES: flat, then the SMT
 guest and the guest with CPUs to hot-add, which reach the paths of
 kernel/cpu.c a flat guest cannot, then the SMT guest booted with nosmt and
 with nosmt=force, for the boot-time SMT paths: those two run the user-space
@@ -36,7 +36,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, gcov, run, tree, verdict  # noqa: E402
+from cpuhpk import arch, gcov, kunitcmd, run, tree, verdict  # noqa: E402
 from cpuhpk.gcov import FileCov, pct  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,7 +127,7 @@ def main(argv: Sequence[str]) -> int:
                     help='skip the cpu-on-off-test.sh anchor run')
     run.add_tree_arguments(ap)
     args = ap.parse_args(argv)
-    if int(args.smp) % 2 and any(run.two_threads(x) for x in arch.get(args.arch).topologies):
+    if int(args.smp) % 2 and any(kunitcmd.two_threads(x) for x in arch.get(args.arch).topologies):
         ap.error(f'make coverage boots the SMT guest too (two threads per core): '
                  f'SMP={args.smp} is odd')
     args.fixes = 0

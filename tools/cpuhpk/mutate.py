@@ -259,7 +259,7 @@ def out_base(kver: str, config: str, shard_spec: str,
 
 # kunit.py's last line: 'Elapsed time: 75.981s total, 0.003s configuring,
 # 32.299s building, 43.678s running' (kunit.py run), or 'Elapsed time:
-# 43.678s' (kunit.py exec: the kernel was built already, run.reusable_build()).
+# 43.678s' (kunit.py exec: the kernel was built already, buildstamp.reusable_build()).
 ELAPSED = re.compile(r'Elapsed time: (?:[0-9.]+s total, .*?([0-9.]+)s running|([0-9.]+)s$)',
                      re.MULTILINE)
 # The unmutated run's own limit: make run's.

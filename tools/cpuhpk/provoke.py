@@ -35,7 +35,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import gcov, hygiene, run, tree  # noqa: E402
+from cpuhpk import gcov, hygiene, kunitcmd, run, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / 'tools' / 'tests' / 'data' / 'reports'
@@ -187,7 +187,8 @@ def boot_kernel(boot: Boot, bzimage: Path, work: Path, console: Path, smp: int,
 
 def build(t: tree.Tree, build_dir: Path, jobs: int) -> None:
     cmd = [sys.executable, str(t.kunit_py), 'build', '--arch=x86_64',
-           f'--kunitconfig={run.fragment("default")}', f'--kunitconfig={run.fragment("reports")}',
+           f'--kunitconfig={kunitcmd.fragment("default")}',
+           f'--kunitconfig={kunitcmd.fragment("reports")}',
            f'--build_dir={build_dir}', f'--jobs={jobs}']
     tree.log('building ' + ' '.join(cmd[2:]))
     rc = subprocess.run(cmd, cwd=t.path, timeout=run.BUILD_TIMEOUT, check=False).returncode

@@ -9,7 +9,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, coverage, gcov, mutate, run, series, tree
+from cpuhpk import arch, coverage, gcov, kunitcmd, mutate, run, series, tree
 
 
 class ArchTest(unittest.TestCase):
@@ -33,20 +33,20 @@ class ArchTest(unittest.TestCase):
     def test_fragments_add_the_architecture_s_own(self) -> None:
         """x86_64's hypervisor guest and PCI lines come from kconfigs/x86_64/."""
         k = run.REPO / 'kconfigs'
-        self.assertEqual(run.fragments('default', '6.12'),
+        self.assertEqual(kunitcmd.fragments('default', '6.12'),
                          [k / 'default.config', k / 'x86_64' / 'default.config'])
-        self.assertEqual(run.fragments('default', '6.12', 'arm64'), [k / 'default.config'])
+        self.assertEqual(kunitcmd.fragments('default', '6.12', 'arm64'), [k / 'default.config'])
         self.assertNotIn('CONFIG_HYPERVISOR_GUEST', (k / 'default.config').read_text())
 
     def test_arm64_cross_compiles(self) -> None:
         args = run.parser().parse_args(['--arch', 'arm64'])
         t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/linux'))
-        cmd = run.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'),
-                                frags=[Path('/f.config')])
+        cmd = kunitcmd.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'),
+                                     frags=[Path('/f.config')])
         self.assertIn('--cross_compile=aarch64-linux-gnu-', cmd)
         args = run.parser().parse_args([])
-        cmd = run.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'),
-                                frags=[Path('/f.config')])
+        cmd = kunitcmd.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'),
+                                     frags=[Path('/f.config')])
         self.assertFalse([c for c in cmd if c.startswith('--cross_compile')])
 
     def test_a_topology_the_architecture_cannot_take_is_refused(self) -> None:

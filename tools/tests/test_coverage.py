@@ -14,7 +14,7 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import arch, coverage, gcov, hygiene, run, tree, verdict
+from cpuhpk import arch, coverage, gcov, hygiene, kunitcmd, run, tree, verdict
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -240,7 +240,7 @@ class InfoTest(unittest.TestCase):
                         contextlib.redirect_stderr(io.StringIO()):
                     rc = coverage.coverage(args)
             self.assertEqual([c.args[0][c.args[0].index('--topology') + 1]
-                              for c in m.call_args_list], list(run.TOPOLOGIES))
+                              for c in m.call_args_list], list(kunitcmd.TOPOLOGIES))
             self.assertEqual([c.args[0][c.args[0].index('--filter') + 1]
                               for c in m.call_args_list],
                              ['', '', '', 'cpuhp_sysfs.*', 'cpuhp_sysfs.*'])

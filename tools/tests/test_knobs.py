@@ -1,5 +1,6 @@
 """kunit.py's own knobs: KCONFIG_ADD, KERNEL_ARGS, QEMU_ARGS, MAKE_OPTIONS,
-FILTER_ATTR (with FILTER_ACTION) and ISOLATE (cpuhpk.run, cpuhpk.gcov).
+FILTER_ATTR (with FILTER_ACTION) and ISOLATE (cpuhpk.knobs, cpuhpk.kunitcmd,
+cpuhpk.buildstamp, cpuhpk.attrs, cpuhpk.isolation, cpuhpk.run, cpuhpk.gcov).
 
 The command line kunit.py gets for each, in its build (kunit.py run) and
 its reuse (kunit.py exec); the build's fingerprint for each; the errors
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 from unittest import mock
 
-from cpuhpk import arch, gcov, ktap, run, tree, verdict
+from cpuhpk import (arch, attrs, buildstamp, gcov, isolation, knobs, ktap, kunitcmd, run, tree,
+                    verdict)
 from tests.recorded import run_default_expectations
 from tests.test_run import fake_tree as build_inputs_tree
 
@@ -51,8 +53,8 @@ def kernel_tree(series: str) -> Optional[Path]:
 
 def command(*argv: str, build: bool = True) -> List[str]:
     args = run.parser().parse_args(list(argv))
-    return run.kunit_command(T612, args, Path('/build'), Path('/out'), Path('/q.py'),
-                             build=build)
+    return kunitcmd.kunit_command(T612, args, Path('/build'), Path('/out'), Path('/q.py'),
+                                  build=build)
 
 
 def flags(cmd: Sequence[str], flag: str) -> List[str]:
@@ -67,8 +69,8 @@ class CommandLineTest(unittest.TestCase):
         for flag in ('--kconfig_add', '--run_isolated', '--raw_output', '--filter',
                      '--filter_action'):
             self.assertEqual(flags(cmd, flag), [], flag)
-        self.assertEqual(flags(cmd, '--make_options'), list(run.MAKE_OPTIONS))
-        self.assertEqual(flags(cmd, '--kernel_args'), list(run.KERNEL_ARGS))
+        self.assertEqual(flags(cmd, '--make_options'), list(knobs.MAKE_OPTIONS))
+        self.assertEqual(flags(cmd, '--kernel_args'), list(kunitcmd.KERNEL_ARGS))
         self.assertEqual(flags(cmd, '--qemu_args'), ['-smp 4'])
         self.assertEqual(flags(cmd, '--json'), ['/out/results.json'])
 
@@ -79,7 +81,7 @@ class CommandLineTest(unittest.TestCase):
     def test_kernel_args_after_the_runs_own(self) -> None:
         cmd = command('--kernel-args', 'foo=1  bar', '--seed', '7', '--strict', '1')
         self.assertEqual(flags(cmd, '--kernel_args'),
-                         [*run.KERNEL_ARGS, *run.STRICT_KERNEL_ARGS,
+                         [*kunitcmd.KERNEL_ARGS, *kunitcmd.STRICT_KERNEL_ARGS,
                           'cpuhp_kunit.stress_seed=7', 'foo=1', 'bar'])
 
     def test_qemu_args_appended_whole(self) -> None:
@@ -88,7 +90,7 @@ class CommandLineTest(unittest.TestCase):
 
     def test_make_options_one_flag_per_word_after_gcov(self) -> None:
         cmd = command('--make-options', 'LLVM=1 W=1')
-        self.assertEqual(flags(cmd, '--make_options'), [*run.MAKE_OPTIONS, 'LLVM=1', 'W=1'])
+        self.assertEqual(flags(cmd, '--make_options'), [*knobs.MAKE_OPTIONS, 'LLVM=1', 'W=1'])
 
     def test_isolate_boots_apart_and_prints_the_consoles(self) -> None:
         for mode in ('suite', 'test'):
@@ -145,7 +147,7 @@ class CommandLineTest(unittest.TestCase):
             path = kernel_tree(series)
             assert path is not None
             source = (path / 'tools' / 'testing' / 'kunit' / 'kunit.py').read_text()
-            for flag in run.KUNIT_PY_FLAGS.values():
+            for flag in knobs.KUNIT_PY_FLAGS.values():
                 self.assertIn(f"parser.add_argument('{flag}'", source, (series, flag))
             self.assertIn("choices=['suite', 'test']", source)
             self.assertIn("choices=['skip']", source)
@@ -183,7 +185,7 @@ class KnobErrorTest(unittest.TestCase):
                            ('speed>=very_slow, is_init=false',
                             [('speed', '>=', 'very_slow'), ('is_init', '=', 'false')]),
                            ('speed!=normal', [('speed', '!=', 'normal')])):
-            self.assertEqual(run.parse_attr_filter(text), want)
+            self.assertEqual(attrs.parse_attr_filter(text), want)
 
 
 def fake_tree(root: Path, kunit_py_flags: Sequence[str], attributes: bool,
@@ -210,25 +212,25 @@ class TreeErrorTest(unittest.TestCase):
 
     def test_kernel_without_attributes(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            t = fake_tree(Path(tmp), list(run.KUNIT_PY_FLAGS.values()), attributes=False)
-            self.assertIsNone(run.tree_errors(t, self.args('--isolate', 'suite')))
-            self.assertEqual(run.tree_errors(t, self.args('--filter-attr', 'speed>slow')),
+            t = fake_tree(Path(tmp), list(knobs.KUNIT_PY_FLAGS.values()), attributes=False)
+            self.assertIsNone(kunitcmd.tree_errors(t, self.args('--isolate', 'suite')))
+            self.assertEqual(kunitcmd.tree_errors(t, self.args('--filter-attr', 'speed>slow')),
                              'FILTER_ATTR=speed>slow: linux 9.9.9 has no KUnit test attributes '
                              '(lib/kunit/attributes.c, since 6.6): nothing to filter on')
 
     def test_kunit_py_without_a_flag(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            have = [f for f in run.KUNIT_PY_FLAGS.values() if f != '--run_isolated']
+            have = [f for f in knobs.KUNIT_PY_FLAGS.values() if f != '--run_isolated']
             t = fake_tree(Path(tmp), have, attributes=True)
-            self.assertIsNone(run.tree_errors(t, self.args('--kconfig-add', 'CONFIG_X=y')))
-            self.assertEqual(run.tree_errors(t, self.args('--isolate', 'test')),
+            self.assertIsNone(kunitcmd.tree_errors(t, self.args('--kconfig-add', 'CONFIG_X=y')))
+            self.assertEqual(kunitcmd.tree_errors(t, self.args('--isolate', 'test')),
                              'ISOLATE=test: the kunit.py of linux 9.9.9 has no --run_isolated')
 
     def test_kernel_that_cannot_list(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            t = fake_tree(Path(tmp), list(run.KUNIT_PY_FLAGS.values()), True, lists=False)
-            self.assertIn('cannot list its cases', run.tree_errors(t, self.args('--isolate',
-                                                                                'suite')) or '')
+            t = fake_tree(Path(tmp), list(knobs.KUNIT_PY_FLAGS.values()), True, lists=False)
+            self.assertIn('cannot list its cases',
+                          kunitcmd.tree_errors(t, self.args('--isolate', 'suite')) or '')
 
     @unittest.skipUnless(kernel_tree('6.12') and kernel_tree('6.1'), 'no 6.12 and 6.1 trees here')
     def test_the_two_series(self) -> None:
@@ -238,16 +240,18 @@ class TreeErrorTest(unittest.TestCase):
         t612 = kernel_tree('6.12')
         t61 = kernel_tree('6.1')
         assert t612 is not None and t61 is not None
-        self.assertIsNone(run.tree_errors(tree.Tree('6.12', 'x', '6.12.118', t612), everything))
+        self.assertIsNone(kunitcmd.tree_errors(tree.Tree('6.12', 'x', '6.12.118', t612),
+                                               everything))
         self.assertIn('linux 6.1.192 has no KUnit test attributes',
-                      run.tree_errors(tree.Tree('6.1', 'x', '6.1.192', t61), everything) or '')
-        self.assertIsNone(run.tree_errors(tree.Tree('6.1', 'x', '6.1.192', t61), self.args(
+                      kunitcmd.tree_errors(tree.Tree('6.1', 'x', '6.1.192', t61), everything)
+                      or '')
+        self.assertIsNone(kunitcmd.tree_errors(tree.Tree('6.1', 'x', '6.1.192', t61), self.args(
             '--kconfig-add', 'CONFIG_X=y', '--kernel-args', 'a', '--qemu-args=-b',
             '--make-options', 'LLVM=1', '--isolate', 'test')))
 
     def test_make_run_on_a_kernel_without_attributes_is_red_before_building(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            t = fake_tree(Path(tmp) / 'linux', list(run.KUNIT_PY_FLAGS.values()), False)
+            t = fake_tree(Path(tmp) / 'linux', list(knobs.KUNIT_PY_FLAGS.values()), False)
             env = {'CPUHP_KUNIT_CACHE': str(Path(tmp) / 'cache')}
             err = io.StringIO()
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()), \
@@ -310,12 +314,13 @@ class FingerprintTest(unittest.TestCase):
 
     def inputs(self, *argv: str) -> Optional[str]:
         args = run.parser().parse_args(list(argv))
-        return run.run_build_inputs(self.t, [self.frag], self.qemu, arch.get('x86_64'), args)
+        return buildstamp.run_build_inputs(self.t, [self.frag], self.qemu, arch.get('x86_64'),
+                                           args)
 
     def test_the_same_knobs_reuse_and_none_is_as_before(self) -> None:
         plain = self.inputs()
-        self.assertEqual(plain, run.build_inputs(self.t, [self.frag], self.qemu,
-                                                 arch.get('x86_64')))
+        self.assertEqual(plain, buildstamp.build_inputs(self.t, [self.frag], self.qemu,
+                                                        arch.get('x86_64')))
         knobs = ('--kconfig-add', 'CONFIG_KASAN=y', '--make-options', 'W=1')
         self.assertEqual(self.inputs(*knobs), self.inputs(*knobs))
 
@@ -362,33 +367,33 @@ class ToolchainTest(unittest.TestCase):
     def test_compiler_of_the_make_options(self) -> None:
         with mock.patch.dict(os.environ, {}, clear=False):
             os.environ.pop('LLVM', None)
-            self.assertEqual(run.compiler(run.MAKE_OPTIONS), 'gcc')
-            self.assertEqual(run.compiler(['LLVM=1']), 'clang')
-            self.assertEqual(run.compiler(['LLVM=-14']), 'clang-14')
-            self.assertEqual(run.compiler(['LLVM=/opt/llvm/bin/']), '/opt/llvm/bin/clang')
-            self.assertEqual(run.compiler(['CC=gcc-12', 'LLVM=1']), 'gcc-12')
-            self.assertEqual(run.compiler([], 'aarch64-linux-gnu-'), 'aarch64-linux-gnu-gcc')
-            self.assertEqual(run.compiler(['LLVM=1'], 'aarch64-linux-gnu-'), 'clang')
+            self.assertEqual(knobs.compiler(knobs.MAKE_OPTIONS), 'gcc')
+            self.assertEqual(knobs.compiler(['LLVM=1']), 'clang')
+            self.assertEqual(knobs.compiler(['LLVM=-14']), 'clang-14')
+            self.assertEqual(knobs.compiler(['LLVM=/opt/llvm/bin/']), '/opt/llvm/bin/clang')
+            self.assertEqual(knobs.compiler(['CC=gcc-12', 'LLVM=1']), 'gcc-12')
+            self.assertEqual(knobs.compiler([], 'aarch64-linux-gnu-'), 'aarch64-linux-gnu-gcc')
+            self.assertEqual(knobs.compiler(['LLVM=1'], 'aarch64-linux-gnu-'), 'clang')
             with mock.patch.dict(os.environ, {'LLVM': '1'}):
-                self.assertEqual(run.compiler([]), 'clang')
-                self.assertEqual(run.compiler(['LLVM=']), 'gcc')
+                self.assertEqual(knobs.compiler([]), 'clang')
+                self.assertEqual(knobs.compiler(['LLVM=']), 'gcc')
 
     def test_toolchain_of_the_build(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             build = Path(tmp)
-            with mock.patch.object(run, 'compiler_version',
-                                   side_effect=lambda cc: f'{cc} version 1') as version:
-                self.assertEqual(run.toolchain(build, ['LLVM=1']), 'clang version 1')
+            with mock.patch.object(knobs, 'compiler_version',
+                                     side_effect=lambda cc: f'{cc} version 1') as version:
+                self.assertEqual(knobs.toolchain(build, ['LLVM=1']), 'clang version 1')
                 (build / '.config').write_text('CONFIG_CC_VERSION_TEXT="Debian clang version '
                                                '14.0.6"\nCONFIG_CC_IS_CLANG=y\n')
-                self.assertEqual(run.toolchain(build, ['LLVM=1']), 'Debian clang version 14.0.6')
+                self.assertEqual(knobs.toolchain(build, ['LLVM=1']), 'Debian clang version 14.0.6')
                 (build / 'include' / 'generated').mkdir(parents=True)
                 (build / 'include' / 'generated' / 'compile.h').write_text(
                     '#define LINUX_COMPILER\t\t"Debian clang version 14.0.6, Debian LLD 14.0.6"\n')
-                self.assertEqual(run.toolchain(build, ['LLVM=1']),
+                self.assertEqual(knobs.toolchain(build, ['LLVM=1']),
                                  'Debian clang version 14.0.6, Debian LLD 14.0.6')
                 # A build that failed: the compiler it ran, not an older build's.
-                self.assertEqual(run.toolchain(build, [], built=False), 'gcc version 1')
+                self.assertEqual(knobs.toolchain(build, [], built=False), 'gcc version 1')
                 self.assertEqual(version.call_args_list[-1].args, ('gcc',))
 
     def test_the_coverage_of_a_clang_kernel_is_read_with_llvm_cov(self) -> None:
@@ -508,12 +513,12 @@ class FilterAttrTest(unittest.TestCase):
     def test_speed_above_slow_leaves_out_the_slow_cases(self) -> None:
         declared = verdict.declared_cases(run.REPO / 'kunit', userspace=True)
         self.assertTrue(slow_cases())
-        self.assertEqual(run.attribute_left_out(declared, 'speed>slow'), slow_cases())
-        self.assertEqual(run.attribute_left_out(declared, 'speed>=slow'), {})
-        self.assertEqual(run.attribute_left_out(declared, 'is_init=false'), {})
-        every = run.attribute_left_out(declared, 'is_init=true')
+        self.assertEqual(attrs.attribute_left_out(declared, 'speed>slow'), slow_cases())
+        self.assertEqual(attrs.attribute_left_out(declared, 'speed>=slow'), {})
+        self.assertEqual(attrs.attribute_left_out(declared, 'is_init=false'), {})
+        every = attrs.attribute_left_out(declared, 'is_init=true')
         self.assertEqual(every, {s: c for s, c in declared.items() if s != gcov.SYSFS_SUITE})
-        normal = run.attribute_left_out(declared, 'speed=slow')
+        normal = attrs.attribute_left_out(declared, 'speed=slow')
         self.assertEqual({(s, c) for s, cs in normal.items() for c in cs},
                          {(s, c) for s, cs in declared.items() if s != gcov.SYSFS_SUITE
                           for c in cs} - {(s, c) for s, cs in slow_cases().items() for c in cs})
@@ -539,20 +544,20 @@ kunit_test_suites(&b);
 kunit_test_init_section_suites(&a);
 ''')
             cases = {'a': ['plain', 'slow', 'very', 'quick'], 'b': ['plain']}
-            self.assertEqual(run.attribute_left_out(cases, 'speed>slow', Path(tmp)),
+            self.assertEqual(attrs.attribute_left_out(cases, 'speed>slow', Path(tmp)),
                              {'a': ['plain', 'slow', 'very']})
-            self.assertEqual(run.attribute_left_out(cases, 'speed<slow', Path(tmp)),
+            self.assertEqual(attrs.attribute_left_out(cases, 'speed<slow', Path(tmp)),
                              {'a': ['plain', 'slow', 'quick'], 'b': ['plain']})
-            self.assertEqual(run.attribute_left_out(cases, 'is_init=false', Path(tmp)),
+            self.assertEqual(attrs.attribute_left_out(cases, 'is_init=false', Path(tmp)),
                              {'a': ['plain', 'slow', 'very', 'quick']})
-            self.assertEqual(run.attribute_left_out(cases, 'speed>very_slow,is_init=true',
-                                                    Path(tmp)),
+            self.assertEqual(attrs.attribute_left_out(cases, 'speed>very_slow,is_init=true',
+                                                      Path(tmp)),
                              {'a': ['very'], 'b': ['plain']})
 
     def test_expectations_without_and_with_skip(self) -> None:
         exp = run.expectations('', dict(CONTEXT), userspace=True)
         whole = {s: list(c) for s, c in (exp.cases or {}).items()}
-        left = run.apply_attribute_filter(exp, attr_args('--filter-attr', 'speed>slow'))
+        left = attrs.apply_attribute_filter(exp, attr_args('--filter-attr', 'speed>slow'))
         self.assertEqual(sorted(left), sorted(f'{s}.{c}' for s, cs in slow_cases().items()
                                               for c in cs))
         assert exp.cases is not None
@@ -562,15 +567,15 @@ kunit_test_init_section_suites(&a);
             suite, case = name.split('.')
             self.assertNotIn(case, exp.cases.get(suite, []))
         exp = run.expectations('', dict(CONTEXT), userspace=True)
-        self.assertEqual(run.apply_attribute_filter(exp, attr_args(
+        self.assertEqual(attrs.apply_attribute_filter(exp, attr_args(
             '--filter-attr', 'speed>slow', '--filter-action', 'skip')), left)
         self.assertEqual(exp.cases, whole)
 
     def recorded(self, argv: Sequence[str]) -> Tuple[verdict.Expectations, List[str]]:
         exp = run_default_expectations('', dict(CONTEXT), userspace=True)
         args = attr_args(*argv)
-        exp.context.update(run.knob_context(args))
-        return exp, run.apply_attribute_filter(exp, args)
+        exp.context.update(knobs.knob_context(args))
+        return exp, attrs.apply_attribute_filter(exp, args)
 
     def test_the_recorded_run_filtered_is_judged_as_the_whole(self) -> None:
         lines = CONSOLE.read_text().splitlines()
@@ -724,7 +729,7 @@ class IsolateTest(unittest.TestCase):
         return run_default_expectations('', dict(CONTEXT), userspace=True)
 
     def judge_boots(self, boots: List[List[str]], mode: str) -> verdict.Verdict:
-        console = run.isolated_console(kunit_log_of(boots), mode)
+        console = isolation.isolated_console(kunit_log_of(boots), mode)
         return judge_lines(console, self.expectations(), isolate=mode)
 
     def assert_as_one_boot(self, v: verdict.Verdict) -> None:
@@ -752,21 +757,21 @@ class IsolateTest(unittest.TestCase):
 
     def test_the_console_of_the_boots(self) -> None:
         boots = self.recorded.suite_boots()
-        console = run.isolated_console(kunit_log_of(boots), 'suite')
-        marks = [ln for ln in console if run.BOOT_MARK.match(ln)]
+        console = isolation.isolated_console(kunit_log_of(boots), 'suite')
+        marks = [ln for ln in console if isolation.BOOT_MARK.match(ln)]
         self.assertEqual(marks, [f'cpuhp-kunit: boot {n}/5 of kunit.py --run_isolated=suite'
                                  for n in range(1, 6)])
-        self.assertEqual([b for b in run.boot_lines(console)], boots)
+        self.assertEqual([b for b in isolation.boot_lines(console)], boots)
         self.assertFalse([ln for ln in console if ln.startswith(('$ qemu', 'Running tests',
                                                                  '[06:'))])
-        self.assertEqual(run.isolated_console('[06:00:00] Building KUnit Kernel ...\nerror\n',
-                                              'suite'), [])
+        self.assertEqual(isolation.isolated_console(
+            '[06:00:00] Building KUnit Kernel ...\nerror\n', 'suite'), [])
 
     def test_boots_of_a_console_joined_elsewhere(self) -> None:
         """Without the marks (test.log of each boot joined by hand), at each banner."""
         boots = self.recorded.suite_boots()
         joined = [ln for b in boots for ln in b]
-        self.assertEqual(run.boot_lines(joined), boots)
+        self.assertEqual(isolation.boot_lines(joined), boots)
         v = judge_lines(joined, self.expectations(), isolate='suite')
         self.assert_as_one_boot(v)
 
@@ -774,7 +779,7 @@ class IsolateTest(unittest.TestCase):
         boots = self.recorded.suite_boots()
         at = next(i for i, ln in enumerate(boots[2]) if ln.startswith('    KTAP version 1'))
         boots[2] = boots[2][:at] + ['Linux version 6.12.118 (again) #1 SMP'] + boots[2][at:]
-        console = run.isolated_console(kunit_log_of(boots), 'suite')
+        console = isolation.isolated_console(kunit_log_of(boots), 'suite')
         v = judge_lines(console, self.expectations(), isolate='suite')
         reboot = [p for p in v.problems if p.category == 'reboot']
         self.assertEqual(len(reboot), 1)
@@ -803,8 +808,8 @@ class IsolateTest(unittest.TestCase):
                                *[f'    {st} {n} {c}' for n, (st, c) in enumerate(cases, 1)],
                                f'# s: pass:{len(cases) - fail} fail:{fail} skip:0 '
                                f'total:{len(cases)}', f'{"not ok" if fail else "ok"} 1 s'])
-        root = run.merge_suites([boot([('ok', 'a'), ('ok', 'b')], 0),
-                                 boot([('not ok', 'c'), ('ok', 'd')], 1)])
+        root = isolation.merge_suites([boot([('ok', 'a'), ('ok', 'b')], 0),
+                                       boot([('not ok', 'c'), ('ok', 'd')], 1)])
         suite, = root.subtests
         self.assertEqual([c.name for c in suite.subtests], ['a', 'b', 'c', 'd'])
         self.assertEqual((suite.status, suite.plan), (ktap.Status.FAIL, 4))
@@ -818,14 +823,14 @@ class IsolateTest(unittest.TestCase):
         boots = self.recorded.case_boots()
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp)
-            console = run.isolated_console(kunit_log_of(boots), 'test')
+            console = isolation.isolated_console(kunit_log_of(boots), 'test')
             (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
             exp = self.expectations()
             exp.context['isolate'] = 'test'
             with contextlib.redirect_stdout(io.StringIO()):
                 root, v = run.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
                                     isolate='test')
-            again = run.run_root(out, verdict.read_json(out / 'verdict.json')[1])
+            again = isolation.run_root(out, verdict.read_json(out / 'verdict.json')[1])
             self.assertEqual([(n, t.status) for n, t in ktap.cases(again)],
                              [(n, t.status) for n, t in ktap.cases(root)])
             self.assertEqual(len({s.name for s in again.subtests}), len(again.subtests))
@@ -837,13 +842,13 @@ class IsolateTest(unittest.TestCase):
 
     def test_the_user_space_suite_runs_in_one_boot(self) -> None:
         exp = run.expectations('', dict(CONTEXT), userspace=True)
-        self.assertEqual(run.isolation_anchor(exp, 'suite'), 'cpuhp_install')
+        self.assertEqual(isolation.isolation_anchor(exp, 'suite'), 'cpuhp_install')
         assert exp.cases is not None
-        self.assertEqual(run.isolation_anchor(exp, 'test'),
+        self.assertEqual(isolation.isolation_anchor(exp, 'test'),
                          f'cpuhp_install.{exp.cases["cpuhp_install"][0]}')
-        self.assertEqual(run.isolation_anchor(exp, ''), '')
-        self.assertEqual(run.isolated_boots(exp, 'suite'), len(exp.cases) - 1)
-        self.assertEqual(run.isolated_boots(exp, 'test'),
+        self.assertEqual(isolation.isolation_anchor(exp, ''), '')
+        self.assertEqual(isolation.isolated_boots(exp, 'suite'), len(exp.cases) - 1)
+        self.assertEqual(isolation.isolated_boots(exp, 'test'),
                          sum(len(c) for s, c in exp.cases.items() if s != gcov.SYSFS_SUITE))
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(gcov, 'busybox', return_value=Path('/bin/busybox')), \
@@ -882,7 +887,7 @@ class IsolateTest(unittest.TestCase):
             self.assertEqual(out == 'off\n', lists, cmdline)
 
     def test_only_kunit_pys_own_lines_reach_the_terminal(self) -> None:
-        echo = run.IsolatedEcho()
+        echo = isolation.IsolatedEcho()
         shown = [ln for ln in kunit_log_of(self.recorded.suite_boots()[:2]).splitlines()
                  if echo(ln)]
         self.assertEqual(shown[:2], ['[06:00:00] Configuring KUnit Kernel ...',
@@ -927,7 +932,7 @@ class IsolateTest(unittest.TestCase):
         boots = self.recorded.suite_boots()
         boots[1] = boots[1][:40] + ['i8042: controller timed out after 5 seconds'] + boots[1][40:]
         log = kunit_log_of(boots)
-        console = run.isolated_console(log, 'suite')
+        console = isolation.isolated_console(log, 'suite')
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp)
             (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
@@ -950,7 +955,7 @@ class IsolateTest(unittest.TestCase):
         boots = self.recorded.suite_boots()
         with tempfile.TemporaryDirectory() as tmp:
             src = Path(tmp) / 'console.log'
-            src.write_text(''.join(f'{ln}\n' for ln in run.isolated_console(
+            src.write_text(''.join(f'{ln}\n' for ln in isolation.isolated_console(
                 kunit_log_of(boots), 'suite')))
             with contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()), \
@@ -988,8 +993,8 @@ class IsolateTest(unittest.TestCase):
                     mock.patch.object(run, 'prepare_tree', return_value=t), \
                     mock.patch.object(run, 'expectations', run_default_expectations), \
                     mock.patch.object(gcov, 'guest', return_value=Path(tmp) / 'q.py') as guest, \
-                    mock.patch.object(run, 'build_inputs', return_value=None), \
-                    mock.patch.object(run, 'toolchain', return_value='gcc (Debian) 12.2.0'), \
+                    mock.patch.object(buildstamp, 'build_inputs', return_value=None), \
+                    mock.patch.object(knobs, 'toolchain', return_value='gcc (Debian) 12.2.0'), \
                     mock.patch.object(run, 'run_kunit', side_effect=kunit):
                 rc = run.main(['--isolate', 'suite', '--no-coverage-report', '--out', str(out)])
             self.assertEqual(guest.call_args.args[3], 'cpuhp_install')
@@ -1071,17 +1076,17 @@ class KunitPyTest(unittest.TestCase):
             out = root / 'out'
             out.mkdir()
             args = run.parser().parse_args(list(argv))
-            cmd = run.kunit_command(t, args, root / 'build', out, root / 'qemu.py',
-                                    frags=[root / 'k.config'], build=False)
+            cmd = kunitcmd.kunit_command(t, args, root / 'build', out, root / 'qemu.py',
+                                         frags=[root / 'k.config'], build=False)
             # The tree is only read: no __pycache__ of kunit.py's modules in it.
             env = {'PATH': f'{root / "bin"}:{os.environ.get("PATH", "")}',
                    'PYTHONDONTWRITEBYTECODE': '1'}
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()):
                 rc, killed = run.run_kunit(cmd, path, out / 'kunit.log', 120,
-                                           run.IsolatedEcho() if args.isolate else None)
+                                           isolation.IsolatedEcho() if args.isolate else None)
                 self.assertEqual((rc, killed), (0, None), (out / 'kunit.log').read_text())
                 log = (out / 'kunit.log').read_text()
-                console = run.isolated_console(log, args.isolate) if args.isolate else \
+                console = isolation.isolated_console(log, args.isolate) if args.isolate else \
                     (root / 'build' / 'test.log').read_text().splitlines()
                 (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
                 exp = verdict.Expectations(cases={'sa': ['a1', 'a2'], 'sb': ['b1']},
@@ -1116,7 +1121,7 @@ class KunitPyTest(unittest.TestCase):
                 with self.subTest(series=series, isolate=mode):
                     console, log, v = self.run_kunit_py(series, '--isolate', mode,
                                                         '--kernel-args', 'foo=1')
-                    self.assertEqual(len(run.boots(console)), n)
+                    self.assertEqual(len(isolation.boots(console)), n)
                     self.assertFalse([ln for ln in console if ln.startswith(('stty', '$ '))])
                     self.assertEqual(v.statuses, {'sa.a1': 'pass', 'sa.a2': 'pass',
                                                   'sb.b1': 'pass'})

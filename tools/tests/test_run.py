@@ -1,4 +1,5 @@
-"""Tests for cpuhpk.run (the verdict of a run, make judge, stopping) and cpuhpk.mutate."""
+"""Tests for cpuhpk.run (the verdict of a run, make judge, stopping), its kunit.py
+command line and build stamp (cpuhpk.kunitcmd, cpuhpk.buildstamp) and cpuhpk.mutate."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import arch, mutate, run, tree, verdict
+from cpuhpk import arch, buildstamp, kunitcmd, kunitjson, mutate, run, tree, verdict
 from tests.recorded import expectations as recorded_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -92,7 +93,7 @@ class JudgeTest(unittest.TestCase):
         self.assertEqual(cases, {'cpuhp_rollback_freeze_fails': 'FAIL',
                                  'cpuhp_rollback_cycles': 'PASS'})
         # A run-level problem is an ERROR case of its own; a known failure is SKIP.
-        run.amend_kunit_json(self.out / 'results.json', verdict.Verdict(
+        kunitjson.amend_kunit_json(self.out / 'results.json', verdict.Verdict(
             problems=[verdict.Problem('timeout', '', 'hung')],
             known=[verdict.Problem('failed', 'cpuhp_rollback.cpuhp_rollback_cycles', 'x')]))
         data = json.loads((self.out / 'results.json').read_text())
@@ -326,10 +327,11 @@ class StopTest(unittest.TestCase):
             env = dict(os.environ, CPUHP_KUNIT_CACHE=str(Path(tmp) / 'cache'))
             code = ('import sys; sys.path.insert(0, %r)\n'
                     'from unittest import mock\nfrom pathlib import Path\n'
-                    'from cpuhpk import run, tree\n'
+                    'from cpuhpk import kunitcmd, run, tree\n'
                     't = tree.Tree(kver="6.12", package="x", version="9.9", path=Path(%r))\n'
                     'with mock.patch.object(tree, "prepare", return_value=t), '
-                    'mock.patch.object(run, "kunit_command", return_value=[sys.executable, %r]):\n'
+                    'mock.patch.object(kunitcmd, "kunit_command",\n'
+                    '                  return_value=[sys.executable, %r]):\n'
                     '    sys.exit(run.main(["--out", %r]))\n'
                     % (str(Path(run.__file__).parents[1]), str(t.path), str(fake), str(out)))
             proc = subprocess.Popen([sys.executable, '-c', code], env=env,
@@ -354,7 +356,7 @@ class CommandTest(unittest.TestCase):
     def command(self, *argv: str) -> List[str]:
         args = run.parser().parse_args(list(argv))
         t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/linux'))
-        return run.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'))
+        return kunitcmd.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'))
 
     def test_every_kernel_profiles_the_two_objects(self) -> None:
         cmd = self.command('--config', 'debug')
@@ -377,12 +379,12 @@ class CommandTest(unittest.TestCase):
                          [f'--kunitconfig={run.REPO}/kconfigs/{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers',
                                     '6.12/sanitizers')])
-        self.assertEqual(run.fragments('sanitizers', '6.1'),
+        self.assertEqual(kunitcmd.fragments('sanitizers', '6.1'),
                          [run.REPO / 'kconfigs' / f'{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers')])
         for bad in ('rt+', 'nosuch', 'rt+nosuch'):
             with self.assertRaisesRegex(tree.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
-                run.fragments(bad, '6.12')
+                kunitcmd.fragments(bad, '6.12')
 
     def test_strict_runs_what_wedges(self) -> None:
         self.assertNotIn('--kernel_args=cpuhp_kunit.sweep_wedging=1', self.command())
@@ -490,9 +492,9 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(run.out_dir('6.12', 'default', topology='smt').name, '6.12-smt')
         self.assertEqual(run.out_dir('6.1', 'debug', True, smp=2, topology='smt').name,
                          '6.1-debug-smp2-smt-fixes')
-        self.assertEqual(run.smp_arg(4, 'smt'),
+        self.assertEqual(kunitcmd.smp_arg(4, 'smt'),
                          '4,sockets=1,cores=2,threads=2 -cpu Nehalem')
-        self.assertEqual(run.smp_arg(3, 'flat'), '3')
+        self.assertEqual(kunitcmd.smp_arg(3, 'flat'), '3')
         with mock.patch('sys.stderr'), self.assertRaises(SystemExit):
             run.main(['--topology', 'smt', '--smp', '3'])
         self.assertEqual(run.out_dir('6.12', 'default', topology='nosmt-force').name,
@@ -537,7 +539,7 @@ class BuildReuseTest(unittest.TestCase):
         (self.build / '.config').write_text('CONFIG_KUNIT=y\n')
 
     def inputs(self) -> Optional[str]:
-        return run.build_inputs(self.t, [self.frag], self.qemu, arch.get('x86_64'))
+        return buildstamp.build_inputs(self.t, [self.frag], self.qemu, arch.get('x86_64'))
 
     def test_every_input_counts(self) -> None:
         first = self.inputs()
@@ -566,10 +568,10 @@ class BuildReuseTest(unittest.TestCase):
     def test_not_a_git_tree_always_builds(self) -> None:
         shutil.rmtree(self.t.path / '.git')
         self.assertIsNone(self.inputs())
-        self.assertFalse(run.reusable_build(self.build, self.inputs()))
+        self.assertFalse(buildstamp.reusable_build(self.build, self.inputs()))
 
     def test_a_tree_built_in_place_always_builds(self) -> None:
-        with mock.patch.object(run, 'UNTRACKED_MAX', 2):
+        with mock.patch.object(buildstamp, 'UNTRACKED_MAX', 2):
             for name in ('a.o', 'b.o'):
                 (self.t.path / 'kernel' / name).write_text(name)
             self.assertIsNotNone(self.inputs())
@@ -578,25 +580,26 @@ class BuildReuseTest(unittest.TestCase):
 
     def test_only_the_kernel_it_built(self) -> None:
         inputs = self.inputs()
-        self.assertFalse(run.reusable_build(self.build, inputs))      # never built here
-        run.remember_build(self.build, inputs)
-        self.assertTrue(run.reusable_build(self.build, inputs))
-        self.assertFalse(run.reusable_build(self.build, 'other inputs'))
+        self.assertFalse(buildstamp.reusable_build(self.build, inputs))      # never built here
+        buildstamp.remember_build(self.build, inputs)
+        self.assertTrue(buildstamp.reusable_build(self.build, inputs))
+        self.assertFalse(buildstamp.reusable_build(self.build, 'other inputs'))
         # Something else relinked vmlinux (a mutant, make reports, by hand).
         st = (self.build / 'vmlinux').stat()
         os.utime(self.build / 'vmlinux', ns=(st.st_atime_ns, st.st_mtime_ns + 1))
-        self.assertFalse(run.reusable_build(self.build, inputs))
-        run.remember_build(self.build, inputs)
+        self.assertFalse(buildstamp.reusable_build(self.build, inputs))
+        buildstamp.remember_build(self.build, inputs)
         (self.build / '.config').write_text('CONFIG_KUNIT=y\nCONFIG_KASAN=y\n')
-        self.assertFalse(run.reusable_build(self.build, inputs))
-        run.remember_build(self.build, inputs)
-        run.forget_build(self.build)                                   # a build began
-        self.assertFalse(run.reusable_build(self.build, inputs))
+        self.assertFalse(buildstamp.reusable_build(self.build, inputs))
+        buildstamp.remember_build(self.build, inputs)
+        buildstamp.forget_build(self.build)                                   # a build began
+        self.assertFalse(buildstamp.reusable_build(self.build, inputs))
 
     def test_exec_boots_without_building(self) -> None:
         args = run.parser().parse_args([])
-        built = run.kunit_command(self.t, args, self.build, Path('/out'), self.qemu, build=False)
-        fresh = run.kunit_command(self.t, args, self.build, Path('/out'), self.qemu)
+        built = kunitcmd.kunit_command(self.t, args, self.build, Path('/out'), self.qemu,
+                                       build=False)
+        fresh = kunitcmd.kunit_command(self.t, args, self.build, Path('/out'), self.qemu)
         self.assertEqual((built[2], fresh[2]), ('exec', 'run'))
         self.assertFalse([a for a in built if a.startswith('--jobs')])
         self.assertTrue([a for a in fresh if a.startswith('--jobs')])

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import hygiene, junit, ktap, run, tree, verdict
+from cpuhpk import hygiene, junit, ktap, kunitjson, run, tree, verdict
 from tests.recorded import derailed_expectations, run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -291,7 +291,7 @@ class KunitPyAgreementTest(unittest.TestCase):
             with self.subTest(kver=kver):
                 v = self.verdict_of(f'run_default_{kver}_console.log', kver)
                 self.assertTrue(v.ok, v.problems)
-                self.assertEqual(run.kunit_py_disagreements(
+                self.assertEqual(kunitjson.kunit_py_disagreements(
                     DATA / f'run_default_{kver}_kunit_py.json', v), [])
 
     def test_6_1_before_the_fix_disagrees(self) -> None:
@@ -300,7 +300,7 @@ class KunitPyAgreementTest(unittest.TestCase):
         # parameterised case as crashed, while we read them passed.
         v = verdict.judge_console(ktap.read_console(DATA / 'first_default_6.1_console.log'),
                                   verdict.Expectations())[2]
-        differ = run.kunit_py_disagreements(DATA / 'first_default_6.1_kunit_py.json', v)
+        differ = kunitjson.kunit_py_disagreements(DATA / 'first_default_6.1_kunit_py.json', v)
         self.assertGreaterEqual(len(differ), 43)
         self.assertTrue(any('kunit.py (absent), ours PASS' in d for d in differ))
 
@@ -355,7 +355,7 @@ class KunitPyDerailedTest(unittest.TestCase):
 
     def test_the_kernel_line_is_found(self) -> None:
         console = ktap.read_console(DATA / 'derailed_smp2_6.12_console.log').lines
-        lines, foreign = run.kernel_lines_in_ktap(console)
+        lines, foreign = kunitjson.kernel_lines_in_ktap(console)
         kept = len(lines) - len(foreign)
         derailing = [(n, ln) for n, ln, after_header in foreign if after_header]
         self.assertEqual(derailing, [(154, 'input: AT Raw Set 2 keyboard as '
@@ -363,7 +363,7 @@ class KunitPyDerailedTest(unittest.TestCase):
         self.assertGreater(len(foreign), 100)      # the rest kunit.py reads past
         self.assertGreater(kept, 600)
         # Every KUnit line is kept: the KTAP alone has every result of ours.
-        kept_lines = [ln for ln in ktap.extract(console) if run.KTAP_LIKE.match(ln)]
+        kept_lines = [ln for ln in ktap.extract(console) if kunitjson.KTAP_LIKE.match(ln)]
         self.assertEqual(sum(1 for ln in kept_lines if ktap.RESULT.match(ln.strip())),
                          sum(1 for ln in ktap.extract(console) if ktap.RESULT.match(ln.strip())))
 
@@ -376,9 +376,9 @@ class KunitPyDerailedTest(unittest.TestCase):
         self.assertIn("console line 154: 'input: AT Raw Set 2 keyboard", note[0])
         self.assertIn('read 622 result(s) differently', note[0])
         # results.json is the agreeing parse (with our verdict merged in).
-        self.assertEqual(run.kunit_py_results(out / 'results-derailed.json'),
-                         run.kunit_py_results(DATA / 'derailed_smp2_6.12_kunit_py.json'))
-        merged = run.kunit_py_results(out / 'results.json')
+        self.assertEqual(kunitjson.kunit_py_results(out / 'results-derailed.json'),
+                         kunitjson.kunit_py_results(DATA / 'derailed_smp2_6.12_kunit_py.json'))
+        merged = kunitjson.kunit_py_results(out / 'results.json')
         self.assertEqual(merged['cpuhp_install.cpuhp_install_startup_fails.'
                                 'ap_online_dyn_first_cpu'], 'PASS')
 
