@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cpuhpk import fixseries, series, tree  # noqa: E402
+from cpuhpk import fixseries, series, seriesplan, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FINDINGS = REPO / 'Documentation' / 'findings'
@@ -262,7 +262,7 @@ def write_mails(kver: str, numbers: Sequence[str], who: str, out: Path,
             patch = posted_patch(kver, fixes[0])
             people, lists = maintainers([patch])
             mail = compose(report, kver, patch, who, people, lists)
-        except (MailError, series.SeriesError, OSError) as e:
+        except (MailError, seriesplan.SeriesError, OSError) as e:
             print(f'cpuhp-kunit: finding-mails: {e}', file=sys.stderr)
             rc = 1
             continue
@@ -284,7 +284,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = (args.out or REPO / 'out' / 'finding-mails' / args.kver).resolve()
     try:
         who = series.author_of(args.author)
-    except series.SeriesError as e:
+    except seriesplan.SeriesError as e:
         print(f'cpuhp-kunit: finding-mails: {e}', file=sys.stderr)
         return 2
 

@@ -43,7 +43,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import series, tree, verdict  # noqa: E402
+from cpuhpk import series, seriesplan, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 STABLE = 'stable@vger.kernel.org'
@@ -79,7 +79,7 @@ def read_plan(fixes: Path) -> List[FixSeries]:
     path = fixes / 'plan'
     rel = f'src/{fixes.parent.name}/fixes'
     if not path.is_file():
-        raise series.SeriesError(f'no {rel}/plan: nothing says how the fixes are posted')
+        raise seriesplan.SeriesError(f'no {rel}/plan: nothing says how the fixes are posted')
     named = [p.name for p in tree.series_files(fixes)]
     plan: List[FixSeries] = []
     for n, raw in enumerate(path.read_text().splitlines(), 1):
@@ -92,15 +92,15 @@ def read_plan(fixes: Path) -> List[FixSeries]:
             continue
         key, _, value = line.partition(' ')
         if not plan or key not in ('title', 'prefix', 'stable', 'note', 'patch'):
-            raise series.SeriesError(f'{rel}/plan:{n}: not a [section] or a title, prefix, '
-                                     f'stable, note or patch line: {line}')
+            raise seriesplan.SeriesError(f'{rel}/plan:{n}: not a [section] or a title, prefix, '
+                                         f'stable, note or patch line: {line}')
         s = plan[-1]
         if key == 'patch':
             tested, _, posted = value.partition(' ')
             if tested not in named:
-                raise series.SeriesError(f'{rel}/plan:{n}: {tested} is not in {rel}/series')
+                raise seriesplan.SeriesError(f'{rel}/plan:{n}: {tested} is not in {rel}/series')
             if posted and not (fixes / posted).is_file():
-                raise series.SeriesError(f'{rel}/plan:{n}: no {rel}/{posted}')
+                raise seriesplan.SeriesError(f'{rel}/plan:{n}: no {rel}/{posted}')
             s.patches.append(tested)
             if posted:
                 s.posted[tested] = posted
@@ -116,16 +116,16 @@ def read_plan(fixes: Path) -> List[FixSeries]:
     twice = sorted({p for p in given if given.count(p) > 1})
     left = [p for p in named if p not in given]
     if twice or left:
-        raise series.SeriesError(f'{rel}/plan must name every patch of {rel}/series once: '
-                                 + '; '.join(([f'twice: {", ".join(twice)}'] if twice else [])
-                                             + ([f'not named: {", ".join(left)}'] if left
-                                                else [])))
+        raise seriesplan.SeriesError(f'{rel}/plan must name every patch of {rel}/series once: '
+                                     + '; '.join(([f'twice: {", ".join(twice)}'] if twice else [])
+                                                 + ([f'not named: {", ".join(left)}'] if left
+                                                    else [])))
     for s in plan:
         if not s.title or not s.patches:
-            raise series.SeriesError(f'{rel}/plan: [{s.name}] needs a title and a patch')
+            raise seriesplan.SeriesError(f'{rel}/plan: [{s.name}] needs a title and a patch')
         if s.stable != bool(re.fullmatch(r'PATCH \d+\.\d+\.y', s.prefix)):
-            raise series.SeriesError(f'{rel}/plan: [{s.name}]: a stable series has the prefix '
-                                     '"PATCH <x.y>.y", and only a stable one')
+            raise seriesplan.SeriesError(f'{rel}/plan: [{s.name}]: a stable series has the prefix '
+                                         '"PATCH <x.y>.y", and only a stable one')
     return plan
 
 
@@ -205,8 +205,8 @@ def maintainers(work: Path, patches: Sequence[Path]) -> Tuple[List[str], List[st
                          text=True, timeout=120, check=False)
     names = [ln.strip() for ln in res.stdout.splitlines() if ln.strip()]
     if res.returncode != 0 or not names:
-        raise series.SeriesError('scripts/get_maintainer.pl named nobody: '
-                                 + (res.stderr.strip().splitlines() or ['no output'])[-1])
+        raise seriesplan.SeriesError('scripts/get_maintainer.pl named nobody: '
+                                     + (res.stderr.strip().splitlines() or ['no output'])[-1])
     people = [n for n in names if '<' in n]
     return people, [n for n in names if '<' not in n]
 
@@ -409,14 +409,14 @@ def main(argv: Sequence[str]) -> int:
     def job() -> int:
         try:
             make_fixes_series(args.kver, who, out, report, args.build)
-        except (series.SeriesError, tree.PrepareError, ValueError) as e:
+        except (seriesplan.SeriesError, tree.PrepareError, ValueError) as e:
             report.add('fixes-series', False, str(e))
         return report.finish(out)
 
     try:
         who = series.signer(args.author, args.author_of_head)
         return tree.locked(f'fixes-series {args.kver}', job)
-    except (series.SeriesError, tree.PrepareError) as e:
+    except (seriesplan.SeriesError, tree.PrepareError) as e:
         print(f'cpuhp-kunit: fixes-series: {e}', file=sys.stderr)
         return 2
 

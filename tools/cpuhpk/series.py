@@ -38,10 +38,9 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, tree, verdict  # noqa: E402
+from cpuhpk import arch, run, seriesplan, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-COMPAT = 'cpuhp_kunit_compat.h'
 # The patches carry this identity until a user's replaces it.
 PLACEHOLDER = 'dev@cpuhp-kunit.example'
 # The pristine commit: the tree of the tarball under a fixed identity and
@@ -54,10 +53,6 @@ PRISTINE_ENV = {'GIT_AUTHOR_NAME': 'linux-source', 'GIT_AUTHOR_EMAIL': 'linux-so
 # checkpatch cannot look commit ids up in a tree without upstream history.
 CHECKPATCH = ('perl', 'scripts/checkpatch.pl', '--strict', '--terse', '--show-types',
               '--ignore', 'UNKNOWN_COMMIT_ID')
-
-
-class SeriesError(Exception):
-    """Something make series cannot do, said in one line."""
 
 
 @dataclass
@@ -114,84 +109,6 @@ class Report:
         (out / 'summary.txt').write_text('\n'.join(lines) + '\n')
 
 
-@dataclass
-class Series:
-    name: str
-    title: str = ''
-    kunitconfig: str = ''
-    filter: str = ''
-    covers: str = ''
-    patches: List[Tuple[str, List[str]]] = field(default_factory=list)
-
-
-@dataclass
-class Plan:
-    series: List[Series]
-    harness: List[str]
-    drop_compat: bool
-
-
-def read_plan(src: Path) -> Plan:
-    """src/<KVER>/upstream/plan, checked against src/<KVER>/series and kunit/MANIFEST."""
-    path = src / 'upstream' / 'plan'
-    if not path.is_file():
-        raise SeriesError(f'no src/{src.name}/upstream/plan: KVER={src.name} has no '
-                          'upstream-shaped series (make series knows '
-                          + ', '.join(sorted(p.parent.parent.name for p in
-                                             src.parent.glob('*/upstream/plan'))) + ')')
-    plan = Plan([], [], False)
-    cur: Optional[Series] = None
-    for n, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.split('#', 1)[0].strip()
-        if not line:
-            continue
-        where = f'src/{src.name}/upstream/plan:{n}'
-        m = re.fullmatch(r'\[([a-z0-9-]+)\]', line)
-        key, _, rest = line.partition(' ')
-        if m:
-            cur = Series(m.group(1))
-            plan.series.append(cur)
-        elif key == 'drop-compat' and cur is None:
-            plan.drop_compat = True
-        elif key == 'harness' and cur is None and rest:
-            plan.harness.append(rest.strip())
-        elif cur is not None and key in ('title', 'kunitconfig', 'filter', 'covers') and rest:
-            setattr(cur, key, rest.strip())
-        elif cur is not None and key == 'patch' and rest:
-            name, *files = rest.split()
-            cur.patches.append((name, files))
-        else:
-            raise SeriesError(f'{where}: cannot read "{line}"')
-    in_series = [p for s in plan.series for p, _ in s.patches]
-    named = in_series + plan.harness
-    listed = [p.name for p in tree.series_files(src)]
-    for s in plan.series:
-        if not (s.title and s.kunitconfig and s.filter and s.covers and s.patches):
-            raise SeriesError(f'src/{src.name}/upstream/plan: [{s.name}] needs title, '
-                              'kunitconfig, filter, covers and at least one patch')
-        if not (src / 'upstream' / f'{s.name}.cover').is_file():
-            raise SeriesError(f'no src/{src.name}/upstream/{s.name}.cover')
-    if sorted(named) != sorted(listed) or len(set(named)) != len(named):
-        raise SeriesError(f'src/{src.name}/upstream/plan must name each patch of the series '
-                          f'once: not named {sorted(set(listed) - set(named))}, unknown '
-                          f'{sorted(set(named) - set(listed))}, twice '
-                          f'{sorted({p for p in named if named.count(p) > 1})}')
-    if in_series != [p for p in listed if p in in_series]:
-        raise SeriesError(f'src/{src.name}/upstream/plan: the series\' patches are not in the '
-                          'order of src/<KVER>/series')
-    manifest = set(tree.read_manifest(REPO / 'kunit').values())
-    added = [f for s in plan.series for _, fs in s.patches for f in fs]
-    for f in added:
-        if f not in manifest:
-            raise SeriesError(f'src/{src.name}/upstream/plan adds {f}, which kunit/MANIFEST '
-                              'does not place')
-    needed = manifest - {COMPAT} if plan.drop_compat else manifest
-    if sorted(added) != sorted(needed):
-        raise SeriesError(f'src/{src.name}/upstream/plan must add every kunit/MANIFEST source '
-                          f'once: missing {sorted(needed - set(added))}')
-    return plan
-
-
 def version_code(version: str) -> int:
     """6.12.118 -> KERNEL_VERSION(6, 12, 118), as the kernel computes it (c capped at 255)."""
     a, b, c = (int(x) for x in (version.split('.') + ['0', '0'])[:3])
@@ -217,13 +134,13 @@ def for_kernel(text: str, version: str, drop_compat: bool) -> str:
         m = _VERSION_IF.match(line)
         if m:
             if state is not None:
-                raise SeriesError(f'line {n}: nested version check')
+                raise seriesplan.SeriesError(f'line {n}: nested version check')
             want = version_code('.'.join(m.group(2, 3, 4)))
             taken = code >= want if m.group(1) == '>=' else code < want
             state, keep = 'if', [taken]
             continue
         if state is not None and re.match(r'#\s*if', line):
-            raise SeriesError(f'line {n}: a preprocessor block inside a version check')
+            raise seriesplan.SeriesError(f'line {n}: a preprocessor block inside a version check')
         if state == 'if' and line.startswith('#else'):
             state, keep = 'else', [not keep[0]]
             continue
@@ -232,11 +149,11 @@ def for_kernel(text: str, version: str, drop_compat: bool) -> str:
             continue
         if not keep[0]:
             continue
-        if drop_compat and line == f'#include "{COMPAT}"':
+        if drop_compat and line == f'#include "{seriesplan.COMPAT}"':
             continue
         out.append(line)
     if state is not None:
-        raise SeriesError('a version check without #endif')
+        raise seriesplan.SeriesError('a version check without #endif')
     result = '\n'.join(out)
     if 'LINUX_VERSION_CODE' not in result:
         result = result.replace('#include <linux/version.h>\n', '')
@@ -256,10 +173,10 @@ def author_of(given: str) -> str:
         who = f'{name} <{email}>' if name and email else ''
     m = re.fullmatch(r'([^<>@]+?) <([^<>\s]+@[^<>\s]+)>', who)
     if not m:
-        raise SeriesError('no author: set git config user.name and user.email, or '
-                          'AUTHOR="Name <email>" (got "' + who + '")')
+        raise seriesplan.SeriesError('no author: set git config user.name and user.email, or '
+                                     'AUTHOR="Name <email>" (got "' + who + '")')
     if m.group(2) == PLACEHOLDER:
-        raise SeriesError(f'AUTHOR is the placeholder {PLACEHOLDER}: give a real one')
+        raise seriesplan.SeriesError(f'AUTHOR is the placeholder {PLACEHOLDER}: give a real one')
     return who
 
 
@@ -269,7 +186,7 @@ def signer(given: str, of_head: bool) -> str:
     if not given and of_head:
         try:
             author_of('')
-        except SeriesError:
+        except seriesplan.SeriesError:
             given = git(REPO, 'log', '-1', '--format=%an <%ae>')
     return author_of(given)
 
@@ -287,8 +204,8 @@ def git(repo: Path, *args: str, env: Optional[Dict[str, str]] = None,
     res = subprocess.run(['git', '-C', str(repo), *args], capture_output=True, text=True,
                          input=stdin, env={**os.environ, **(env or {})}, check=False)
     if res.returncode != 0:
-        raise SeriesError(f'git {" ".join(args[:3])} in {repo}: '
-                          + (res.stderr.strip().splitlines() or ['failed'])[-1])
+        raise seriesplan.SeriesError(f'git {" ".join(args[:3])} in {repo}: '
+                                     + (res.stderr.strip().splitlines() or ['failed'])[-1])
     return res.stdout.strip()
 
 
@@ -304,7 +221,7 @@ def identity(who: str) -> Dict[str, str]:
             'GIT_COMMITTER_NAME': name, 'GIT_COMMITTER_EMAIL': email.rstrip('>')}
 
 
-def commit_series(work: Path, base: str, s: Series, src: Path, version: str,
+def commit_series(work: Path, base: str, s: seriesplan.Series, src: Path, version: str,
                   drop_compat: bool, who: str) -> None:
     """Branch @s.name of @work: @base plus the series, sources added, signed off."""
     manifest = tree.read_manifest(REPO / 'kunit')
@@ -324,24 +241,24 @@ def commit_series(work: Path, base: str, s: Series, src: Path, version: str,
         git(work, 'commit', '-q', '--amend', '--reset-author', '-F', '-', env=env, stdin=msg)
 
 
-def fill_cover(cover: Path, s: Series, text: str) -> None:
+def fill_cover(cover: Path, s: seriesplan.Series, text: str) -> None:
     data = cover.read_text()
     data = data.replace('*** SUBJECT HERE ***', s.title)
     data = data.replace('*** BLURB HERE ***', text.rstrip('\n'))
     cover.write_text(data)
 
 
-def results_text(kver: str, s: Series) -> str:
+def results_text(kver: str, s: seriesplan.Series) -> str:
     """What the last `make coverage`/`make run` of this kernel (out/<KVER>/) found."""
     out = REPO / 'out' / kver
     try:
         v = json.loads((out / 'verdict.json').read_text())
     except (OSError, ValueError):
-        raise SeriesError(f'no results in out/{kver}/verdict.json for the cover letter: '
-                          f'run make coverage KVER={kver} first') from None
+        raise seriesplan.SeriesError(f'no results in out/{kver}/verdict.json for the cover letter: '
+                                     f'run make coverage KVER={kver} first') from None
     if v.get('verdict') != 'pass':
-        raise SeriesError(f'out/{kver}/verdict.json is not a pass: not writing a cover '
-                          'letter on a red run')
+        raise seriesplan.SeriesError(f'out/{kver}/verdict.json is not a pass: not writing a cover '
+                                     'letter on a red run')
     prefix = s.filter.rstrip('*')
     statuses = {k: st for k, st in v['statuses'].items()
                 if k.startswith(prefix) and not k.startswith('cpuhp_sysfs')}
@@ -367,8 +284,8 @@ def results_text(kver: str, s: Series) -> str:
                      re.M)
     m = row.search(summary.read_text()) if summary.is_file() else None
     if not m:
-        raise SeriesError(f'no coverage of {s.covers} in out/{kver}/summary.txt: run make '
-                          f'coverage KVER={kver} first')
+        raise seriesplan.SeriesError(f'no coverage of {s.covers} in out/{kver}/summary.txt: '
+                                     f'run make coverage KVER={kver} first')
     lines += [''] + textwrap.wrap(
         f'Coverage of {s.covers} during that run (gcov, all suites): lines {m[1]} ({m[2]}), '
         f'functions {m[3]} ({m[4]}), branches {m[5]} ({m[6]}).', 72)
@@ -380,12 +297,12 @@ def results_text(kver: str, s: Series) -> str:
     return '\n'.join(lines)
 
 
-def run_command(s: Series, smp: int = 4) -> str:
+def run_command(s: seriesplan.Series, smp: int = 4) -> str:
     return (f"./tools/testing/kunit/kunit.py run --kunitconfig={s.kunitconfig} "
             f"--arch=x86_64 --qemu_args='-smp {smp}'")
 
 
-def cover_text(src: Path, kver: str, s: Series, checkpatch_note: str, base_label: str,
+def cover_text(src: Path, kver: str, s: seriesplan.Series, checkpatch_note: str, base_label: str,
                results: bool) -> str:
     prose = (src / 'upstream' / f'{s.name}.cover').read_text()
     found = (results_text(kver, s) if results else
@@ -405,7 +322,8 @@ def checkpatch(work: Path, patch: Path) -> List[str]:
     found = [ln.replace(str(patch), patch.name) for ln in res.stdout.splitlines()
              if _FINDING.search(ln)]
     if res.returncode != 0 and not found:
-        raise SeriesError(f'checkpatch failed on {patch.name}: {res.stderr.strip()[-200:]}')
+        raise seriesplan.SeriesError(f'checkpatch failed on {patch.name}: '
+                                     f'{res.stderr.strip()[-200:]}')
     return found
 
 
@@ -426,7 +344,7 @@ def scratch(t: tree.Tree) -> Path:
             git(work, 'fetch', '-q', '--force', str(t.path), 'baseline:refs/tags/baseline')
             git(work, 'cat-file', '-e', 'baseline^{tree}')
             return work
-        except SeriesError:
+        except seriesplan.SeriesError:
             pass    # the cached tree was extracted anew: its objects are others
     shutil.rmtree(work, ignore_errors=True)
     git(t.path, 'clone', '-q', '--shared', '--no-checkout', str(t.path), str(work))
@@ -436,7 +354,7 @@ def scratch(t: tree.Tree) -> Path:
 def make_series(kver: str, who: str, out: Path, report: Report, results: bool = True) -> None:
     """The series in out/<name>/, each patch checked by checkpatch --strict."""
     src = tree.series_dir(REPO, kver)
-    plan = read_plan(src)
+    plan = seriesplan.read_plan(src)
     t = tree.prepare(kver, REPO)
     work = scratch(t)
     label = f'linux-source-{kver} {t.package}'
@@ -571,7 +489,7 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     x86_64 and for each of CHECK_ARCHES, then the variants of VARIANTS on
     both series; a suite configured =m must come out as its module each time."""
     src = tree.series_dir(REPO, kver)
-    plan = read_plan(src)
+    plan = seriesplan.read_plan(src)
     others = [arch.get(n) for n in CHECK_ARCHES]
     tree.ensure_packages([p for a in others for p in a.packages])
     t = tree.prepare(kver, REPO)
@@ -623,13 +541,12 @@ def judge_args(console: Path, kver: str, smp: int, filter_glob: str, dest: Path)
 def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report) -> None:
     """git am each series of @out onto a fresh extraction, kunit.py run as the cover
     letter says, and the verdict of each run's console (out/pristine-<name>/)."""
-    from cpuhpk import run  # the verdict of a console, as make judge gives it
-
     src = tree.series_dir(REPO, kver)
-    plan = read_plan(src)
+    plan = seriesplan.read_plan(src)
     package = tree.installed_version(tree.source_package(kver))
     if package is None:
-        raise SeriesError(f'{tree.source_package(kver)} is not installed: run make prepare')
+        raise seriesplan.SeriesError(f'{tree.source_package(kver)} is not installed: '
+                                     'run make prepare')
     version = tree.upstream_version(package)
     fresh = tree.cache_root() / f'pristine-{version}'
     shutil.rmtree(fresh, ignore_errors=True)
@@ -638,12 +555,12 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
     for s in plan.series:
         patches = sorted((out / s.name).glob('0*.patch'))
         if not patches:
-            raise SeriesError(f'no series in {out / s.name}: run make series first')
+            raise seriesplan.SeriesError(f'no series in {out / s.name}: run make series first')
         said = re.search(r'^base-commit: (\w+)$', patches[0].read_text(), re.M)
         if not said or said.group(1) != base:
-            raise SeriesError(f'{patches[0]} says base-commit '
-                              f'{said.group(1) if said else "none"}, the fresh extraction of '
-                              f'{package} is {base}')
+            raise seriesplan.SeriesError(f'{patches[0]} says base-commit '
+                                         f'{said.group(1) if said else "none"}, the fresh '
+                                         f'extraction of {package} is {base}')
         # Each series applies on its own to the pristine tree.
         git(fresh, 'checkout', '-q', '-f', '-B', f'alone-{s.name}', base)
         git(fresh, 'am', '-q', *map(str, patches[1:]), env=identity('git am <am@localhost>'))
@@ -726,14 +643,14 @@ def main(argv: Sequence[str]) -> int:
                 series_check(args.kver, who, out, report)
             if args.pristine:
                 series_pristine(args.kver, out, args.smp, args.timeout, report)
-        except (SeriesError, tree.PrepareError) as e:
+        except (seriesplan.SeriesError, tree.PrepareError) as e:
             report.add('series', False, str(e))
         return report.finish(out)
 
     try:
         who = signer(args.author, args.author_of_head)
         return tree.locked(f'series {args.kver}', job)
-    except (SeriesError, tree.PrepareError) as e:
+    except (seriesplan.SeriesError, tree.PrepareError) as e:
         print(f'cpuhp-kunit: series: {e}', file=sys.stderr)
         return 2
 

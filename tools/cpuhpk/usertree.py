@@ -32,7 +32,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import tree
+from cpuhpk import seriesplan, tree
 
 # The user's tree is read with these: no index refresh, no lock files, and a
 # tree owned by someone else is read all the same.
@@ -236,11 +236,10 @@ def series_patches(r: Resolved, repo: Path) -> Tuple[List[Path], str]:
 
 def harness_patches(repo: Path, kver: str) -> List[Path]:
     """The harness's own patches of a series (src/<KVER>/upstream/plan), [] without a plan."""
-    from cpuhpk import series
     src = tree.series_dir(repo, kver)
     if not (src / 'upstream' / 'plan').is_file():
         return []
-    return [src / name for name in series.read_plan(src).harness]
+    return [src / name for name in seriesplan.read_plan(src).harness]
 
 
 def has_suites(clone: Path, sha: str, repo: Path) -> bool:

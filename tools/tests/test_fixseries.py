@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Tuple
 from unittest import mock
 
-from cpuhpk import fixseries, series
+from cpuhpk import fixseries, series, seriesplan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,27 +51,28 @@ class PlanTest(unittest.TestCase):
 
     def test_a_patch_left_out_is_an_error(self) -> None:
         d = fixes_dir(self.tmp, '[a]\ntitle A\npatch 0001-a.patch\n')
-        with self.assertRaisesRegex(series.SeriesError, 'not named: 0002-b.patch'):
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'not named: 0002-b.patch'):
             fixseries.read_plan(d)
 
     def test_a_patch_named_twice_is_an_error(self) -> None:
         d = fixes_dir(self.tmp, '[a]\ntitle A\npatch 0001-a.patch\npatch 0002-b.patch\n'
                       '[b]\ntitle B\npatch 0001-a.patch\n')
-        with self.assertRaisesRegex(series.SeriesError, 'twice: 0001-a.patch'):
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'twice: 0001-a.patch'):
             fixseries.read_plan(d)
 
     def test_stable_needs_its_prefix(self) -> None:
         d = fixes_dir(self.tmp, '[a]\ntitle A\nstable\npatch 0001-a.patch\npatch 0002-b.patch\n')
-        with self.assertRaisesRegex(series.SeriesError, 'PATCH <x.y>.y'):
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'PATCH <x.y>.y'):
             fixseries.read_plan(d)
 
     def test_unknown_line_and_missing_posted_form(self) -> None:
         d = fixes_dir(self.tmp, '[a]\ntitle A\nsend-to someone\n')
-        with self.assertRaisesRegex(series.SeriesError, 'plan:3'):
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'plan:3'):
             fixseries.read_plan(d)
         (d / 'plan').write_text('[a]\ntitle A\npatch 0001-a.patch upstream/0001-a.patch\n'
                                 'patch 0002-b.patch\n')
-        with self.assertRaisesRegex(series.SeriesError, 'no src/6.12/fixes/upstream/0001-a.patch'):
+        with self.assertRaisesRegex(seriesplan.SeriesError,
+                                    'no src/6.12/fixes/upstream/0001-a.patch'):
             fixseries.read_plan(d)
 
 

@@ -11,7 +11,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import run, series
+from cpuhpk import run, series, seriesplan
 from tests import recorded
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ class PlanTest(unittest.TestCase):
         self.plan = self.src / 'upstream' / 'plan'
 
     def test_the_plan_of_6_12_names_every_patch_and_source(self) -> None:
-        plan = series.read_plan(self.src)
+        plan = seriesplan.read_plan(self.src)
         self.assertEqual([s.name for s in plan.series], ['cpu-hotplug', 'timekeeping'])
         self.assertTrue(plan.drop_compat)
         self.assertEqual(len(plan.harness), 1)
@@ -53,26 +53,26 @@ class PlanTest(unittest.TestCase):
         text = self.plan.read_text()
         self.plan.write_text('\n'.join(ln for ln in text.splitlines()
                                        if not ln.startswith('harness ')))
-        with self.assertRaisesRegex(series.SeriesError, 'not named.*0007'):
-            series.read_plan(self.src)
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'not named.*0007'):
+            seriesplan.read_plan(self.src)
 
     def test_a_source_in_no_patch_is_refused(self) -> None:
         self.plan.write_text(self.plan.read_text().replace(' cpuhp_sweep_kunit.c', ''))
-        with self.assertRaisesRegex(series.SeriesError, r"missing \['cpuhp_sweep_kunit.c'\]"):
-            series.read_plan(self.src)
+        with self.assertRaisesRegex(seriesplan.SeriesError, r"missing \['cpuhp_sweep_kunit.c'\]"):
+            seriesplan.read_plan(self.src)
 
     def test_a_kernel_without_a_plan_is_refused(self) -> None:
         shutil.rmtree(self.src / 'upstream')
-        with self.assertRaisesRegex(series.SeriesError, 'no src/6.12/upstream/plan'):
-            series.read_plan(self.src)
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'no src/6.12/upstream/plan'):
+            seriesplan.read_plan(self.src)
 
     def test_patches_out_of_order_are_refused(self) -> None:
         lines = self.plan.read_text().splitlines()
         i = next(n for n, ln in enumerate(lines) if ln.startswith('patch 0001'))
         lines[i], lines[i + 1] = lines[i + 1], lines[i]
         self.plan.write_text('\n'.join(lines))
-        with self.assertRaisesRegex(series.SeriesError, 'not in the order'):
-            series.read_plan(self.src)
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'not in the order'):
+            seriesplan.read_plan(self.src)
 
 
 class ForKernelTest(unittest.TestCase):
@@ -94,7 +94,7 @@ class ForKernelTest(unittest.TestCase):
 
     def test_nested_blocks_are_refused(self) -> None:
         nested = SOURCE.replace('static int new_way;', '#ifdef X\nstatic int new_way;\n#endif')
-        with self.assertRaisesRegex(series.SeriesError, 'inside a version check'):
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'inside a version check'):
             series.for_kernel(nested, '6.12.118', True)
 
     def test_version_codes(self) -> None:
@@ -115,15 +115,15 @@ class AuthorTest(unittest.TestCase):
         self.assertEqual(series.author_of('Ada L <ada@example.org>'), 'Ada L <ada@example.org>')
 
     def test_placeholder_and_garbage_are_refused(self) -> None:
-        with self.assertRaisesRegex(series.SeriesError, 'placeholder'):
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'placeholder'):
             series.author_of(f'cpuhp-kunit developers <{series.PLACEHOLDER}>')
-        with self.assertRaisesRegex(series.SeriesError, 'no author'):
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'no author'):
             series.author_of('just a name')
 
     def test_no_git_config_is_refused(self) -> None:
         done = subprocess.CompletedProcess([], 1, '', '')
         with mock.patch('subprocess.run', return_value=done):
-            with self.assertRaisesRegex(series.SeriesError, 'git config user.name'):
+            with self.assertRaisesRegex(seriesplan.SeriesError, 'git config user.name'):
                 series.author_of('')
 
     def test_sign_off_is_replaced(self) -> None:
