@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -155,9 +156,19 @@ def prepare_tree(args: argparse.Namespace, user: Optional[usertree.Resolved]) ->
     return tree.prepare(args.kver, REPO, bool(args.fixes))
 
 
-def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST) -> Path:
-    """The cached build directory of @config's kernel for @arch_name."""
-    return tree.cache_root() / f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
+def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST,
+                 make_options: str = '') -> Path:
+    """The cached build directory of @config's kernel for @arch_name.
+
+    MAKE_OPTIONS= (@make_options, e.g. LLVM=1) builds in a directory of its
+    own, named after them: a clang build would otherwise replace the gcc
+    one the next plain run needs, and each switch would be a whole kernel.
+    """
+    words = re.sub(r'[^A-Za-z0-9.+]+', '-', make_options).strip('-')
+    if len(words) > 32:
+        words = words[:23] + '-' + hashlib.sha256(make_options.encode()).hexdigest()[:8]
+    return tree.cache_root() / (f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
+                                + (f'-{words}' if words else ''))
 
 
 def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
@@ -684,7 +695,8 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
             raise tree.PrepareError(problem)
         # CONFIG=debian: resolved here
         frags = kunitcmd.kernel_fragments(t, args.config, a.name, options)
-        qemu_config = gcov.guest(build_dir_of(t, args.config, a.name), args.filter, a,
+        build_dir = build_dir_of(t, args.config, a.name, knobs.knob(args, 'make_options'))
+        qemu_config = gcov.guest(build_dir, args.filter, a,
                                  isolation.isolation_anchor(exp, isolate))
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
@@ -692,7 +704,6 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     context['package'] = t.package
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    build_dir = build_dir_of(t, args.config, a.name)
     build_dir.mkdir(parents=True, exist_ok=True)
     test_log = build_dir / 'test.log'
     test_log.unlink(missing_ok=True)     # never judge a previous run's console

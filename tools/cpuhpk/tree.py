@@ -448,8 +448,39 @@ def install_kunit(tree: Path, kunit: Path) -> None:
     stamp(tree, INSTALLED_STAMP).write_text('\n'.join(sorted(entries)))
 
 
+def fixes_clone(base: Path, package: str) -> Path:
+    """The tree FIXES=1 runs use: a clone of @base, kept beside it.
+
+    A fix may touch a header half the kernel includes (6.12's 0013 changes
+    arch/x86/include/asm/topology.h): in one shared tree, every switch
+    between the kernel as shipped and the fixed one rewrote it, and the
+    next build of either was a whole kernel. Two trees, each with its own
+    build directories, keep both builds incremental.
+    """
+    path = base.with_name(base.name + '-fixes')
+    if read_stamp(path, PACKAGE_STAMP) == package:
+        return path
+    tmp = path.with_name(path.name + '.partial')
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(path, ignore_errors=True)
+    log(f'cloning {base.name} to {path.name} (the tree of FIXES=1 runs)')
+    res = subprocess.run(['git', 'clone', '-q', '--no-checkout', str(base), str(tmp)],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise PrepareError(f'git clone {base} {tmp} failed: {(res.stderr or res.stdout).strip()}')
+    git(tmp, 'fetch', '-q', str(base), 'refs/tags/baseline:refs/tags/baseline')
+    git(tmp, 'checkout', '-q', '-B', 'master', 'baseline')
+    tmp.rename(path)
+    stamp(path, PACKAGE_STAMP).write_text(package)
+    return path
+
+
 def prepare(kver: str, repo: Path, fixes: bool = False) -> Tree:
-    """Everything a run needs: packages, extracted tree, series, kunit files."""
+    """Everything a run needs: packages, extracted tree, series, kunit files.
+
+    With @fixes, the tree is fixes_clone()'s and its build directories are
+    <version>-fixes's (Tree.key).
+    """
     ensure_packages([source_package(kver), *BUILD_PACKAGES])
     package = installed_version(source_package(kver))
     assert package is not None
@@ -457,10 +488,13 @@ def prepare(kver: str, repo: Path, fixes: bool = False) -> Tree:
     path = cache_root() / f'linux-{version}'
     if read_stamp(path, PACKAGE_STAMP) != package:
         extract(kver, package, path)
+    key = ''
+    if fixes:
+        path, key = fixes_clone(path, package), f'{version}-fixes'
     apply_series(path, version, series_dir(repo, kver), fixes)
     check_clean(path)
     install_kunit(path, repo / 'kunit')
-    return Tree(kver=kver, package=package, version=version, path=path)
+    return Tree(kver=kver, package=package, version=version, path=path, key=key)
 
 
 def tree_path(kver: str) -> Path:

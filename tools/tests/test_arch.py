@@ -27,6 +27,14 @@ class ArchTest(unittest.TestCase):
         self.assertEqual(run.build_dir_of(t, 'default').name, 'build-6.12.118-default')
         self.assertEqual(run.build_dir_of(t, 'default', 'arm64').name,
                          'build-6.12.118-default-arm64')
+        # MAKE_OPTIONS= builds apart: a clang kernel never replaces the gcc one.
+        self.assertEqual(run.build_dir_of(t, 'default', 'x86_64', 'LLVM=1').name,
+                         'build-6.12.118-default-LLVM-1')
+        long = run.build_dir_of(t, 'default', 'x86_64', 'KCFLAGS=-O1 ' * 4).name
+        self.assertRegex(long, r'^build-6\.12\.118-default-KCFLAGS-O1-KCFLAGS-O1-K-[0-9a-f]{8}$')
+        fixed = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/l'),
+                          key='6.12.118-fixes')
+        self.assertEqual(run.build_dir_of(fixed, 'default').name, 'build-6.12.118-fixes-default')
         self.assertEqual(mutate.out_base('6.12', 'default', '1/4', None, 'arm64').name,
                          '6.12-arm64-mutate-1of4')
 

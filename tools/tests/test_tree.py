@@ -130,6 +130,29 @@ class SeriesTest(unittest.TestCase):
             tree.apply_series(self.tree, '9.9', self.repo / 'src')
             self.assertEqual(tree.git(self.tree, 'rev-parse', 'HEAD').stdout, head)
 
+    def test_fixes_have_a_tree_of_their_own(self) -> None:
+        """FIXES=1 applies to a clone: the tree as shipped is never rewritten by it."""
+        tree.apply_series(self.tree, '9.9', self.repo / 'src')
+        head = tree.git(self.tree, 'rev-parse', 'HEAD').stdout
+        mtime = (self.tree / 'a.c').stat().st_mtime_ns
+        with mock.patch('sys.stdout'):
+            fixed = tree.fixes_clone(self.tree, '9.9-1')
+        self.assertEqual(fixed.name, 'linux-fixes')
+        self.assertEqual(tree.read_stamp(fixed, tree.PACKAGE_STAMP), '9.9-1')
+        self.assertEqual(tree.git(fixed, 'rev-parse', 'HEAD').stdout,
+                         tree.git(self.tree, 'rev-parse', 'baseline').stdout)
+        tree.apply_series(fixed, '9.9', self.repo / 'src')
+        self.assertEqual((fixed / 'a.c').read_text(), 'int a;\nint b;\n')
+        self.assertEqual(tree.git(self.tree, 'rev-parse', 'HEAD').stdout, head)
+        self.assertEqual((self.tree / 'a.c').stat().st_mtime_ns, mtime)
+        # Kept while the package is the same; made again for another.
+        (fixed / 'mark').write_text('')
+        self.assertEqual(tree.fixes_clone(self.tree, '9.9-1'), fixed)
+        self.assertTrue((fixed / 'mark').exists())
+        with mock.patch('sys.stdout'):
+            tree.fixes_clone(self.tree, '9.9-2')
+        self.assertFalse((fixed / 'mark').exists())
+
     def test_series_names_a_missing_patch(self) -> None:
         (self.repo / 'src' / 'series').write_text('0002-missing.patch\n')
         with self.assertRaisesRegex(tree.PrepareError, '0002-missing.patch'):

@@ -272,6 +272,23 @@ class KnownFailureTest(unittest.TestCase):
     def test_the_real_table_parses(self) -> None:
         self.assertTrue(verdict.read_known_failures(KUNIT / 'known-failures-6.12'))
 
+    def test_the_rcu_race_whichever_compiler_built_the_kernel(self) -> None:
+        # Finding 08's WARN is in __call_rcu_common() (gcc) or, inlined, in
+        # call_rcu() (clang, MAKE_OPTIONS=LLVM=1): both lines are the race.
+        lines = {'6.12': ('WARNING: CPU: 3 PID: 30 at kernel/rcu/tree.c:3106 '
+                          '__call_rcu_common.constprop.0+0x381/0x3b0',
+                          'WARNING: CPU: 3 PID: 30 at kernel/rcu/tree.c:3106 '
+                          'call_rcu+0x39a/0x3d0'),
+                 '6.1': ('WARNING: CPU: 3 PID: 25 at kernel/rcu/tree.c:2856 '
+                         'call_rcu+0x398/0x3c0',)}
+        for kver, warns in lines.items():
+            races = [k for k in verdict.read_known_failures(KUNIT / f'known-failures-{kver}')
+                     if k.race and 'rcu/tree' in k.report]
+            for line in warns:
+                with self.subTest(kver=kver, line=line):
+                    self.assertEqual(len(races), 1)
+                    self.assertTrue(verdict.glob_search(races[0].report, line))
+
 
 class FixesCoverTest(unittest.TestCase):
     """The tables say which of our fixes covers which entry (src/<KVER>/fixes/NNNN).
