@@ -291,7 +291,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     def job() -> int:
         work = maintainers_dir(args.kver)
         return write_mails(args.kver, args.findings, who, out,
-                           lambda patches: fixseries.maintainers(work, patches))
+                           lambda patches: series.maintainers(work, patches))
 
     return tree.locked(f'finding-mails {args.kver}', job)
 

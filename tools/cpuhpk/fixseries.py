@@ -54,8 +54,6 @@ STABLE = 'stable@vger.kernel.org'
 BUILD_CONFIG = ('CONFIG_64BIT=y', 'CONFIG_SMP=y', 'CONFIG_HOTPLUG_CPU=y', 'CONFIG_PRINTK=y',
                 'CONFIG_SYSFS=y', 'CONFIG_SUSPEND=y', 'CONFIG_PM_SLEEP_SMP=y', 'CONFIG_BLOCK=y',
                 'CONFIG_SWAP=y', 'CONFIG_HIBERNATION=y')
-GET_MAINTAINER = ('perl', 'scripts/get_maintainer.pl', '--no-rolestats', '--no-git',
-                  '--no-git-fallback', '--no-tree')
 FIX_REF = re.compile(r'fixes/(\d{4})')
 # The name a backport's bracketed note carries in src/ until it is signed.
 NOTE_TAG = 'cpuhp-kunit'
@@ -197,18 +195,6 @@ def cover_blurb(kver: str, s: FixSeries, numbers: Dict[str, str], base_label: st
         lines += textwrap.wrap(what, 72, initial_indent='  ', subsequent_indent='    ')
     lines += ['', f'Base: {base_label}.']
     return '\n'.join(lines).rstrip('\n')
-
-
-def maintainers(work: Path, patches: Sequence[Path]) -> Tuple[List[str], List[str]]:
-    """(people, lists) scripts/get_maintainer.pl names for @patches."""
-    res = subprocess.run([*GET_MAINTAINER, *map(str, patches)], cwd=work, capture_output=True,
-                         text=True, timeout=120, check=False)
-    names = [ln.strip() for ln in res.stdout.splitlines() if ln.strip()]
-    if res.returncode != 0 or not names:
-        raise seriesplan.SeriesError('scripts/get_maintainer.pl named nobody: '
-                                     + (res.stderr.strip().splitlines() or ['no output'])[-1])
-    people = [n for n in names if '<' in n]
-    return people, [n for n in names if '<' not in n]
 
 
 def is_backport(text: str) -> bool:
@@ -358,7 +344,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: series.Report,
         diff = out / f'{s.name}.diff'
         diff.write_text(series.git(work, 'diff', f'{base}..{branch}') + '\n')
         try:
-            people, lists = maintainers(work, [diff])
+            people, lists = series.maintainers(work, [diff])
         finally:
             diff.unlink()
         to = [STABLE] if s.stable else people[:1]

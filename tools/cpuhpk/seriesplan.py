@@ -26,6 +26,21 @@ REPO = Path(__file__).resolve().parents[2]
 COMPAT = 'cpuhp_kunit_compat.h'
 
 
+# Words of this project's harness, which a posted series must not carry
+# (sources, comments, skip reasons, messages, cover letters): a maintainer
+# reads the kernel's terms only. Matched case-insensitively.
+HARNESS_WORDS = re.compile(
+    r'(?i:cpuhp-kunit|cpuhpk|harness|known[ -]failure|kunit/MANIFEST|expected-skips|'
+    r'make (?:run|test|series|coverage|matrix|mutate)\b)|'
+    r'\b(?:README|Findings|STRICT=|SEED=|TOPOLOGY=|FIXES=|KVER=)')
+
+
+def harness_words(text: str) -> List[str]:
+    """'<line>: <word>' for each harness word in @text."""
+    return [f'{n}: {m.group(0)}' for n, line in enumerate(text.splitlines(), 1)
+            for m in HARNESS_WORDS.finditer(line)]
+
+
 class SeriesError(Exception):
     """Something make series cannot do, said in one line."""
 

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import unittest
 from pathlib import Path
+from typing import List
 from unittest import mock
 
 from cpuhpk import run, series, seriesplan
@@ -112,7 +113,30 @@ class ForKernelTest(unittest.TestCase):
 
 class AuthorTest(unittest.TestCase):
     def test_given_author(self) -> None:
-        self.assertEqual(series.author_of('Ada L <ada@example.org>'), 'Ada L <ada@example.org>')
+        self.assertEqual(series.author_of('Ada L <ada@lovelace.dev>'), 'Ada L <ada@lovelace.dev>')
+
+    def test_an_address_nobody_reads_is_refused(self) -> None:
+        for email in ('ada@example.org', 'a@example.com', 'a@b.example', 'ci@host.localhost',
+                      'a@x.invalid', 'a@x.test', 'a@users.noreply.github.com',
+                      'maintainers@users.noreply.a-seed-0b6cd6bd.example', 'no-reply@x.org'):
+            with self.subTest(email=email):
+                with self.assertRaisesRegex(seriesplan.SeriesError, 'nobody reads'):
+                    series.author_of(f'Ada <{email}>')
+                # A series made for the checks only may carry it.
+                self.assertEqual(series.author_of(f'Ada <{email}>', checks_only=True),
+                                 f'Ada <{email}>')
+        for email in ('ada@examples.org', 'ada@contest.org', 'noreplyguy@x.org'):
+            with self.subTest(email=email):
+                self.assertEqual(series.author_of(f'Ada <{email}>'), f'Ada <{email}>')
+
+    def test_git_config_nobody_reads_is_named(self) -> None:
+        def cfg(cmd: List[str], **_: object) -> 'subprocess.CompletedProcess[str]':
+            value = 'x@example.com' if cmd[-1] == 'user.email' else 'X'
+            return subprocess.CompletedProcess(cmd, 0, value + '\n', '')
+        with mock.patch('subprocess.run', side_effect=cfg):
+            with self.assertRaisesRegex(seriesplan.SeriesError,
+                                        '^git config user.email is x@example.com, an address'):
+                series.author_of('')
 
     def test_placeholder_and_garbage_are_refused(self) -> None:
         with self.assertRaisesRegex(seriesplan.SeriesError, 'placeholder'):
