@@ -125,6 +125,7 @@ int cpuhp_rec_up(struct cpuhp_recorder *rec, int slot, int instance, unsigned in
 
 unsigned int cpuhp_rec_count(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir dir,
 			     int cpu, int instance);
+#ifdef CPUHP_KUNIT_PART_expect
 /* An expected sequence of calls, built by the case from its scenario. */
 struct cpuhp_rec_log {
 	struct cpuhp_rec_call calls[CPUHP_REC_LOG_SIZE];
@@ -142,6 +143,7 @@ void cpuhp_rec_expect_log(struct kunit *test, struct cpuhp_recorder *rec,
 void cpuhp_rec_expect_on_cpu(struct kunit *test, struct cpuhp_recorder *rec, int slot);
 void cpuhp_rec_expect_state(struct kunit *test, unsigned int cpu, enum cpuhp_state want_state,
 			    enum cpuhp_state want_target);
+#endif
 
 /* Which of the CPUs online at the start of the case. */
 enum cpuhp_rec_pick {
@@ -152,7 +154,9 @@ enum cpuhp_rec_pick {
 
 unsigned int cpuhp_rec_pick_cpu(struct cpuhp_recorder *rec, enum cpuhp_rec_pick which);
 
+#ifdef CPUHP_KUNIT_HARNESS
 void cpuhp_rec_expect_report_begin(const char *what);
 void cpuhp_rec_expect_report_end(void);
+#endif
 
 #endif /* _CPUHP_RECORDER_H */

@@ -15,33 +15,16 @@
  *    or goes down is undone for the instances before it first: in the AP
  *    thread through st->last, on the control CPU inside
  *    cpuhp_invoke_callback(); without the reverse callback nothing is undone;
- *  - "rollback must not fail": a teardown that fails while undoing a failed
- *    bringup is warned about, the walk back goes on (instances) or stops
- *    (states) and the bringup's error is returned;
- *  - cpuhp_tasks_frozen (090e77c391dd) tells the callbacks that they run for
- *    suspend/resume, and only then: through freeze_secondary_cpus() and
- *    through the real suspend to RAM path (suspend_devices_and_enter() at
- *    the processors test level), where a failing teardown aborts the
- *    suspend with every CPU back, and a failing startup at resume leaves
- *    its CPU offline, device included;
- *  - the freeze keeps one CPU online, the one asked for or, when that one is
- *    offline or none is named (-1), the first online CPU; a wakeup event
- *    while it runs aborts it with -EBUSY, and the thaw brings back exactly
- *    the CPUs it took down;
+ *  - cpuhp_tasks_frozen (090e77c391dd) is clear in ordinary hotplug;
  *  - the cpuhp_enter/cpuhp_multi_enter/cpuhp_exit tracepoints (5ba9ac8e2c45)
  *    follow every callback with its result, cpuhp_multi_enter with the
  *    instance for a multi-instance state;
- *  - a CPU can be driven to any named state that is not cant_stop and back,
- *    as the sysfs target file does (cff7d378d3fd): from online down to an AP
- *    or a PREPARE state, from offline up to either, running exactly the
- *    callbacks between;
  *  - many down/up cycles, with the completion based waits of 8df3e07e7f21
  *    and e69aab13117e, stay balanced and quiet;
  *  - "If set, cpu_up and cpu_down will return -EBUSY and do nothing"
  *    (cpu_hotplug_disabled, kernel/cpu.c): while cpu_hotplug_disable() is in
- *    force, and between freeze_secondary_cpus() and thaw_secondary_cpus(),
- *    every way into the state machine is refused and runs nothing; the
- *    disables nest.
+ *    force, every way into the state machine is refused and runs nothing;
+ *    the disables nest.
  *
  * Not tested: a teardown failing in the PREPARE section (L) while a CPU goes
  * down. The CPU is dead by then; 6.12 warns "DEAD callback error", returns
@@ -56,6 +39,40 @@
  * tracepoints, registered for the suite.
  */
 
+#ifdef CPUHP_KUNIT_PART_freeze
+/*
+ * Suspend and resume take the secondary CPUs down and up with
+ * freeze_secondary_cpus() and thaw_secondary_cpus():
+ *  - cpuhp_tasks_frozen tells the callbacks that they run for suspend and
+ *    resume, and only then; a failing teardown aborts the freeze with every
+ *    CPU back, and a failing startup at the thaw leaves its CPU offline,
+ *    device included;
+ *  - the freeze keeps one CPU online, the one asked for or, when that one is
+ *    offline or none is named (-1), the first online CPU; a wakeup event
+ *    while it runs aborts it with -EBUSY, and the thaw brings back exactly
+ *    the CPUs it took down;
+ *  - between the two, every way into the state machine is refused and runs
+ *    nothing.
+ */
+#endif
+
+#ifdef CPUHP_KUNIT_HARNESS
+/*
+ * Also, with cases that warn on purpose, need CONFIG_CPU_HOTPLUG_STATE_CONTROL
+ * or drive the real suspend:
+ *  - "rollback must not fail": a teardown that fails while undoing a failed
+ *    bringup is warned about, the walk back goes on (instances) or stops
+ *    (states) and the bringup's error is returned;
+ *  - the same cpuhp_tasks_frozen promises through the real suspend to RAM
+ *    path (suspend_devices_and_enter() at the processors test level);
+ *  - a CPU can be driven to any named state that is not cant_stop and back,
+ *    as the sysfs target file does (cff7d378d3fd): from online down to an AP
+ *    or a PREPARE state, from offline up to either, running exactly the
+ *    callbacks between; target writes are refused like the rest while
+ *    hotplug is disabled or the CPUs are frozen.
+ */
+#endif
+
 #include <kunit/test.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
@@ -65,7 +82,9 @@
 #include <linux/suspend.h>
 #include <trace/events/cpuhp.h>
 
+#ifdef CPUHP_KUNIT_HARNESS
 #include "../power/power.h"
+#endif
 
 #include "cpuhp_kunit_compat.h"
 #include "cpuhp_recorder.h"
@@ -394,10 +413,11 @@ static void cpuhp_rollback_up_bp_multi_fails(struct kunit *test)
 	cpuhp_rollback_expect_offline(test, rb);
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
 /*
  * "Rollback must not fail": when the teardown of L's instance B fails while
  * undoing the failed startup of instance A, cpuhp_invoke_callback() warns
- * (declared to the log-hygiene check), goes on and returns the startup's
+ * (declared to the log checks), goes on and returns the startup's
  * error; N stays offline.
  */
 static void cpuhp_rollback_bp_multi_undo_fails(struct kunit *test)
@@ -448,6 +468,7 @@ static void cpuhp_rollback_up_undo_fails(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, cpu_online(rb->cpu));
 	cpuhp_rec_expect_state(test, rb->cpu, l - 1, CPUHP_OFFLINE);
 }
+#endif
 
 /*
  * cpuhp_tasks_frozen is clear for ordinary hotplug: a down/up of N ran each
@@ -467,6 +488,7 @@ static void cpuhp_rollback_frozen_clear_in_hotplug(struct kunit *test)
 	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
 }
 
+#ifdef CPUHP_KUNIT_PART_freeze
 /* The skip of every case that freezes CPUs, in a kernel that cannot. */
 #define CPUHP_ROLLBACK_NO_FREEZE "needs CONFIG_PM_SLEEP_SMP for freeze_secondary_cpus()"
 
@@ -530,6 +552,7 @@ static int cpuhp_rollback_freeze_thaw(struct kunit *test)
 	return ret;
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
 #if defined(CONFIG_SUSPEND) && defined(CONFIG_PM_SLEEP_DEBUG) && defined(CONFIG_PM_SLEEP_SMP)
 /*
  * The real suspend to RAM without the platform's sleep:
@@ -540,7 +563,7 @@ static int cpuhp_rollback_freeze_thaw(struct kunit *test)
  * the PM notifiers are left out: a built-in case runs in a kthread while
  * PID 1 waits for it uninterruptibly, which the freezer cannot freeze (the
  * user-space cpuhp_sysfs.suspend_* cases go the whole way). The test level
- * waits suspend.pm_test_delay seconds at the CPUs (the harness boots with
+ * waits suspend.pm_test_delay seconds at the CPUs (the runs boot with
  * 0).
  */
 static int cpuhp_rollback_real_suspend(struct kunit *test)
@@ -566,6 +589,7 @@ static int cpuhp_rollback_real_suspend(struct kunit *test)
 	kunit_skip(test, "needs CONFIG_SUSPEND and CONFIG_PM_DEBUG");
 	return -EOPNOTSUPP;
 }
+#endif
 #endif
 
 /*
@@ -695,6 +719,7 @@ static void cpuhp_rollback_thaw_fails(struct kunit *test)
 	cpuhp_rollback_expect_resume_fails(test, cpuhp_rollback_freeze_thaw);
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
 /* The same through the real suspend path (cpuhp_rollback_real_suspend()). */
 static void cpuhp_rollback_frozen_set_in_real_suspend(struct kunit *test)
 {
@@ -716,6 +741,7 @@ static void cpuhp_rollback_real_resume_fails(struct kunit *test)
 {
 	cpuhp_rollback_expect_resume_fails(test, cpuhp_rollback_real_suspend);
 }
+#endif
 
 /*
  * Between freeze_secondary_cpus() and thaw_secondary_cpus() nothing brings
@@ -737,7 +763,9 @@ static void cpuhp_rollback_frozen_refuses(struct kunit *test)
 	cpuhp_rec_clear(rb->rec);
 
 	KUNIT_EXPECT_NE(test, add_cpu(rb->cpu), 0);
+#ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_ONLINE), -EBUSY);
+#endif
 	cpuhp_rollback_check(test, rb);
 	cpuhp_rollback_expect_offline(test, rb);
 
@@ -893,6 +921,7 @@ static void cpuhp_rollback_freeze_wakeup_aborts(struct kunit *test)
 	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_SUSPEND);
 	cpuhp_rollback_expect_balanced(test, rb);
 }
+#endif
 
 /*
  * What the cpuhp tracepoints reported, for N and the case's states: the
@@ -900,7 +929,7 @@ static void cpuhp_rollback_freeze_wakeup_aborts(struct kunit *test)
  * CPUHP_REC_ANY for cpuhp_enter.
  */
 struct cpuhp_rollback_trace {
-	raw_spinlock_t lock;	/* probes: any CPU, preemption off (PREEMPT_RT too) */
+	raw_spinlock_t lock;	/* probes: any CPU, preemption off, also on RT */
 	unsigned int cpu;
 	int states[CPUHP_REC_SLOTS];
 	struct cpuhp_rec_log *log;	/* startup/teardown unknown: dir unused */
@@ -1054,6 +1083,7 @@ static void cpuhp_rollback_trace_multi(struct kunit *test)
 	cpuhp_rollback_trace_expect(test, rb);
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
 struct cpuhp_rollback_target {
 	bool from_online;	/* N starts online, else offline */
 	int slot;		/* N is driven to this slot's state */
@@ -1133,6 +1163,7 @@ static void cpuhp_rollback_target_refused(struct kunit *test)
 	cpuhp_rollback_check(test, rb);
 	cpuhp_rollback_expect_online(test, rb);
 }
+#endif
 
 static void cpuhp_rollback_enable(void *unused)
 {
@@ -1152,13 +1183,11 @@ static void cpuhp_rollback_expect_refused(struct kunit *test, struct cpuhp_rollb
 	bool online = cpu_online(rb->cpu);
 
 	cpuhp_rec_clear(rb->rec);
-	if (online) {
-		KUNIT_EXPECT_EQ(test, remove_cpu(rb->cpu), -EBUSY);
-		KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_OFFLINE), -EBUSY);
-	} else {
-		KUNIT_EXPECT_EQ(test, add_cpu(rb->cpu), -EBUSY);
-		KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, CPUHP_ONLINE), -EBUSY);
-	}
+	KUNIT_EXPECT_EQ(test, online ? remove_cpu(rb->cpu) : add_cpu(rb->cpu), -EBUSY);
+#ifdef CPUHP_KUNIT_HARNESS
+	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu, online ? CPUHP_OFFLINE : CPUHP_ONLINE),
+			-EBUSY);
+#endif
 	cpuhp_rollback_check(test, rb);
 	if (online)
 		cpuhp_rollback_expect_online(test, rb);
@@ -1195,8 +1224,8 @@ static void cpuhp_rollback_disabled(struct kunit *test)
 
 /*
  * Many down/up cycles of N: every callback ran once per cycle and direction,
- * N is online at the end; a lost wakeup would hang (the harness's timeout)
- * and a warning would trip the log-hygiene check.
+ * N is online at the end; a lost wakeup would hang until the run's timeout,
+ * and a warning would be a report in the log.
  */
 static void cpuhp_rollback_cycles(struct kunit *test)
 {
@@ -1247,26 +1276,36 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_up_ap_multi_fails),
 	KUNIT_CASE(cpuhp_rollback_down_ap_multi_fails),
 	KUNIT_CASE_PARAM(cpuhp_rollback_up_bp_multi_fails, cpuhp_rollback_bp_multi_gen_params),
+#ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE(cpuhp_rollback_bp_multi_undo_fails),
 	KUNIT_CASE(cpuhp_rollback_up_undo_fails),
+#endif
 	KUNIT_CASE(cpuhp_rollback_frozen_clear_in_hotplug),
+#ifdef CPUHP_KUNIT_PART_freeze
 	KUNIT_CASE(cpuhp_rollback_frozen_set_in_suspend),
 	KUNIT_CASE(cpuhp_rollback_frozen_clear_after_thaw),
 	KUNIT_CASE(cpuhp_rollback_freeze_fails),
+#ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE(cpuhp_rollback_frozen_set_in_real_suspend),
 	KUNIT_CASE(cpuhp_rollback_frozen_clear_after_real_resume),
 	KUNIT_CASE(cpuhp_rollback_real_suspend_fails),
+#endif
 	KUNIT_CASE(cpuhp_rollback_thaw_fails),
+#ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE(cpuhp_rollback_real_resume_fails),
+#endif
 	KUNIT_CASE(cpuhp_rollback_frozen_refuses),
 	KUNIT_CASE(cpuhp_rollback_freeze_any_primary),
 	KUNIT_CASE(cpuhp_rollback_freeze_offline_primary),
 	KUNIT_CASE(cpuhp_rollback_freeze_wakeup_aborts),
+#endif
 	KUNIT_CASE(cpuhp_rollback_trace_up),
 	KUNIT_CASE(cpuhp_rollback_trace_down),
 	KUNIT_CASE(cpuhp_rollback_trace_multi),
+#ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE_PARAM(cpuhp_rollback_partial_target, cpuhp_rollback_target_gen_params),
 	KUNIT_CASE(cpuhp_rollback_target_refused),
+#endif
 	KUNIT_CASE(cpuhp_rollback_disabled),
 	KUNIT_CASE_SLOW(cpuhp_rollback_cycles),
 	{}

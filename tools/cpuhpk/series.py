@@ -118,11 +118,14 @@ def version_code(version: str) -> int:
 _VERSION_IF = re.compile(r'#if LINUX_VERSION_CODE (>=|<) KERNEL_VERSION\((\d+), (\d+), (\d+)\)$')
 
 
-def for_kernel(text: str, version: str, drop_compat: bool) -> str:
+def for_kernel(text: str, version: str, drop_compat: bool,
+               parts: Optional[Sequence[str]] = None) -> str:
     """A kunit/ source as this kernel's series carries it.
 
-    The `#if LINUX_VERSION_CODE >= KERNEL_VERSION(a, b, c)` blocks (no
-    nesting in them) keep the branch this kernel takes; <linux/version.h>
+    Its harness blocks go, and the parts of the posted suite not in @parts
+    (None: all; tree.harness_view()). The `#if
+    LINUX_VERSION_CODE >= KERNEL_VERSION(a, b, c)` blocks (no nesting in
+    them) keep the branch this kernel takes; <linux/version.h>
     goes when nothing uses it; with @drop_compat the compat header's
     include goes. Anything else is left as it is.
     """
@@ -130,6 +133,10 @@ def for_kernel(text: str, version: str, drop_compat: bool) -> str:
     keep = [True]
     state: Optional[str] = None
     code = version_code(version)
+    try:
+        text = tree.harness_view(text, False, parts)
+    except tree.PrepareError as e:
+        raise seriesplan.SeriesError(str(e)) from None
     for n, line in enumerate(text.split('\n'), 1):
         m = _VERSION_IF.match(line)
         if m:
@@ -312,18 +319,42 @@ def commit_series(work: Path, base: str, s: seriesplan.Series, src: Path, versio
     manifest = tree.read_manifest(REPO / 'kunit')
     env = identity(who)
     git(work, 'checkout', '-q', '-f', '-B', s.name, base)
-    for patch, files in s.patches:
-        git(work, 'am', '-q', '--keep-cr', str(src / patch), env=env)
+    parts: Dict[str, List[str]] = {}
+    for patch, specs in s.patches:
+        path = seriesplan.patch_path(src, patch)
+        if '\ndiff --git ' in path.read_text():
+            git(work, 'am', '-q', '--keep-cr', str(path), env=env)
+        else:
+            # A patch whose change is the sources it adds: its message, then them.
+            git(work, 'commit', '-q', '--allow-empty', '-F', '-', env=env,
+                stdin=patch_message(path.read_text()))
+        for spec in specs:
+            name, part = seriesplan.source_parts(spec)
+            parts.setdefault(name, [])
+            if part:
+                parts[name].append(part)
+        files = [seriesplan.source_parts(f)[0] for f in specs]
         for rel, name in manifest.items():
             if name not in files:
                 continue
-            text = for_kernel((REPO / 'kunit' / name).read_text(), version, drop_compat)
+            text = for_kernel((REPO / 'kunit' / name).read_text(), version, drop_compat,
+                              parts[name])
             dest = work / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_text(text)
             git(work, 'add', '-f', rel)
         msg = signed_off(git(work, 'log', '-1', '--format=%B'), who)
         git(work, 'commit', '-q', '--amend', '--reset-author', '-F', '-', env=env, stdin=msg)
+
+
+def patch_message(text: str) -> str:
+    """The commit message of a format-patch file: its subject and body."""
+    head, _, rest = text.partition('\n\n')
+    subject = re.search(r'^Subject: (?:\[[^]]*\] )?(.*(?:\n .*)*)', head, re.M)
+    if not subject:
+        raise seriesplan.SeriesError('a patch without a Subject: line')
+    return (' '.join(subject.group(1).split()) + '\n\n'
+            + rest.partition('\n---\n')[0].rstrip('\n') + '\n')
 
 
 def fill_cover(cover: Path, s: seriesplan.Series, text: str) -> None:
@@ -334,51 +365,32 @@ def fill_cover(cover: Path, s: seriesplan.Series, text: str) -> None:
 
 
 def results_text(kver: str, s: seriesplan.Series) -> str:
-    """What the last `make coverage`/`make run` of this kernel (out/<KVER>/) found."""
-    out = REPO / 'out' / kver
+    """What the last run of the posted series found (make series-test:
+    the cover letter's kunit.py command on a fresh extraction with the
+    series applied, out/<KVER>-series/pristine-<name>/)."""
+    where = f'out/{kver}-series/pristine-{s.name}'
     try:
-        v = json.loads((out / 'verdict.json').read_text())
+        v = json.loads((REPO / where / 'verdict.json').read_text())
     except (OSError, ValueError):
-        raise seriesplan.SeriesError(f'no results in out/{kver}/verdict.json for the cover letter: '
-                                     f'run make coverage KVER={kver} first') from None
-    if v.get('verdict') != 'pass':
-        raise seriesplan.SeriesError(f'out/{kver}/verdict.json is not a pass: not writing a cover '
-                                     'letter on a red run')
-    prefix = s.filter.rstrip('*')
-    statuses = {k: st for k, st in v['statuses'].items()
-                if k.startswith(prefix) and not k.startswith('cpuhp_sysfs')}
+        raise seriesplan.SeriesError(f'no results of the posted series in {where}: run make '
+                                     f'series-test KVER={kver} first') from None
+    if v.get('verdict') != 'pass' or v.get('known_failures'):
+        raise seriesplan.SeriesError(f'{where}/verdict.json is not a clean pass: not writing '
+                                     'a cover letter on it')
     count: Dict[str, int] = {}
-    for st in statuses.values():
+    for st in v['statuses'].values():
         count[st] = count.get(st, 0) + 1
-    known = sorted({re.sub(r'\s*\(src/fixes/\d+\)', '',
-                           k['message'].partition('[known failure: ')[2].rstrip(']'))
-                    for k in v['known_failures']
-                    if k['name'].startswith(prefix) and not k['name'].startswith('cpuhp_sysfs')}
-                   - {''})
-    sweep = [k for k in statuses if k.startswith('cpuhp_sweep.')]
-    head = (f'On Debian\'s linux-source-{kver} ({v["context"].get("version", "?")}), x86_64 '
-            f'under QEMU (TCG, -smp {v["context"].get("smp", "?")}), with the suites built as '
-            f'the .kunitconfig says plus gcov: {len(statuses)} results, '
-            f'{count.get("pass", 0)} passed, {count.get("skip", 0)} skipped'
-            + (' (each with its reason)' if count.get('skip') else '')
-            + f', {count.get("fail", 0)} failed.'
-            + (f' The sweep ran {len(sweep)} parameters over the state table.' if sweep else ''))
-    lines = textwrap.wrap(head, 72)
-    summary = out / 'summary.txt'
-    row = re.compile(rf'^{re.escape(s.covers)}\s+(\S+%)\s+(\S+)\s+(\S+%)\s+(\S+)\s+(\S+%)\s+(\S+)',
-                     re.M)
-    m = row.search(summary.read_text()) if summary.is_file() else None
-    if not m:
-        raise seriesplan.SeriesError(f'no coverage of {s.covers} in out/{kver}/summary.txt: '
-                                     f'run make coverage KVER={kver} first')
-    lines += [''] + textwrap.wrap(
-        f'Coverage of {s.covers} during that run (gcov, all suites): lines {m[1]} ({m[2]}), '
-        f'functions {m[3]} ({m[4]}), branches {m[5]} ({m[6]}).', 72)
-    if known:
-        lines += ['', 'The failures are findings about the kernel, not about the tests; each '
-                  'case', 'keeps failing until the kernel changes:', '']
-        for k in known:
-            lines += textwrap.wrap(k, 72, initial_indent='  - ', subsequent_indent='    ')
+    reasons: Dict[str, int] = {}
+    for sk in v.get('skips', []):
+        reasons[sk['reason']] = reasons.get(sk['reason'], 0) + 1
+    lines = textwrap.wrap(
+        f'Results on Debian\'s linux-source-{kver} ({v["context"].get("version", "?")}) with '
+        f'this series, x86_64 under QEMU (TCG), the command above: {len(v["statuses"])} '
+        f'results, {count.get("pass", 0)} passed, {count.get("skip", 0)} skipped, '
+        f'{count.get("fail", 0)} failed; no kernel warning.', 72)
+    for reason, n in sorted(reasons.items()):
+        lines += textwrap.wrap(f'{n} skipped: {reason}', 72, initial_indent='  ',
+                               subsequent_indent='    ')
     return '\n'.join(lines)
 
 
@@ -504,15 +516,15 @@ def make_series(kver: str, who: str, out: Path, report: Report, results: bool = 
 
 
 # make series-check: every prefix of every series builds with BASE_CONFIG
-# (a tinyconfig kernel with the suites: =m where tristate), and the series
+# (a tinyconfig kernel with the suites: =m where tristate; without
+# CONFIG_CPU_HOTPLUG_STATE_CONTROL, which no posted case needs), and the series
 # together build, or drop the suites, with each of VARIANTS. An option a
 # variant turns off stays off; a suite it drops must say why in Kconfig.
 BASE_CONFIG = (
     'CONFIG_64BIT=y', 'CONFIG_SMP=y', 'CONFIG_HOTPLUG_CPU=y', 'CONFIG_PRINTK=y',
     'CONFIG_SYSFS=y', 'CONFIG_MODULES=y', 'CONFIG_KUNIT=y', 'CONFIG_SUSPEND=y',
     'CONFIG_FTRACE=y', 'CONFIG_ENABLE_DEFAULT_TRACERS=y', 'CONFIG_DEBUG_KERNEL=y',
-    'CONFIG_CPU_HOTPLUG_STATE_CONTROL=y', 'CONFIG_CPUHP_KUNIT_TEST=y',
-    'CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST=m')
+    'CONFIG_CPUHP_KUNIT_TEST=y', 'CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST=m')
 VARIANTS = {
     'sysfs-n': ('# CONFIG_SYSFS is not set',),
     'suspend-n': ('# CONFIG_SUSPEND is not set',),

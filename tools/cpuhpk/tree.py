@@ -432,14 +432,89 @@ def read_manifest(kunit: Path) -> Dict[str, str]:
     return entries
 
 
+# kunit/ sources hold two forms of a suite: what the harness runs (cases
+# that need CONFIG_CPU_HOTPLUG_STATE_CONTROL, warn on purpose, or drive a
+# real suspend; its log checks' markers) in `#ifdef HARNESS_MACRO` blocks,
+# and what the posted series carries (their `#else`, or outside them).
+# A `#ifdef PART_MACRO<name>` block is a part of the posted suite that a
+# later patch of the series adds (make series: "file+name"). No form keeps
+# these blocks' directives: install_kunit() takes the harness's form, make
+# series the posted one (harness_view()).
+HARNESS_MACRO = 'CPUHP_KUNIT_HARNESS'
+PART_MACRO = 'CPUHP_KUNIT_PART_'
+_IF = re.compile(r'#\s*if')
+_HARNESS_IF = re.compile(rf'#\s*if(n?)def\s+{HARNESS_MACRO}\s*$')
+_PART_IF = re.compile(rf'#\s*ifdef\s+{PART_MACRO}(\w+)\s*$')
+
+
+@dataclasses.dataclass
+class _Block:
+    ours: bool              # a harness or part block: its directives go
+    kind: str
+    outer: bool             # the lines around it are kept
+    cond: bool              # its first branch is taken
+    keep: bool              # the current branch's lines are kept
+
+
+def harness_view(text: str, harness: bool, parts: Optional[Sequence[str]] = None) -> str:
+    """@text with its harness and part blocks resolved.
+
+    @harness: as if HARNESS_MACRO were defined; @parts: the parts of the
+    posted suite to keep (None: all). Other preprocessor blocks are kept
+    as they are, and may hold ours or be held by them.
+    """
+    out: List[str] = []
+    stack: List[_Block] = []
+    for n, line in enumerate(text.split('\n'), 1):
+        keep = stack[-1].keep if stack else True
+        d = line.strip()
+        mh, mp = _HARNESS_IF.match(d), _PART_IF.match(d)
+        if mh or mp:
+            if any(b.ours and b.kind == ('harness' if mh else 'part') for b in stack):
+                raise PrepareError(f'line {n}: {d} inside a block of its kind')
+            if mh:
+                cond = harness != bool(mh.group(1))
+            else:
+                assert mp is not None
+                cond = parts is None or mp.group(1) in parts
+            stack.append(_Block(True, 'harness' if mh else 'part', keep, cond, keep and cond))
+            continue
+        if _IF.match(d) and not d.startswith('#include'):
+            stack.append(_Block(False, 'other', keep, True, keep))
+        elif d.startswith('#el') and stack:
+            top = stack[-1]
+            if top.ours and (d.startswith('#elif') or top.kind == 'part'):
+                raise PrepareError(f'line {n}: {d.split()[0]} in a {top.kind} block')
+            if top.ours:
+                top.keep = top.outer and not top.cond
+                continue
+        elif d.startswith('#endif') and stack:
+            top = stack.pop()
+            if top.ours:
+                continue
+            keep = top.outer
+        if keep:
+            out.append(line)
+    if stack:
+        raise PrepareError(f'a #if without #endif ({len(stack)} open at the end)')
+    return '\n'.join(out)
+
+
 def install_kunit(tree: Path, kunit: Path) -> None:
-    """Copy kunit/ sources into the tree, touching only files whose content changed."""
+    """Copy kunit/ sources into the tree, as the harness runs them
+    (harness_view()), touching only files whose content changed."""
     entries = read_manifest(kunit)
     previous = (read_stamp(tree, INSTALLED_STAMP) or '').split()
     for stale in set(previous) - set(entries):
         (tree / stale).unlink(missing_ok=True)
     for rel, name in entries.items():
-        data = (kunit / name).read_bytes()
+        source = (kunit / name).read_text()
+        if HARNESS_MACRO in source:
+            try:
+                source = harness_view(source, True)
+            except PrepareError as e:
+                raise PrepareError(f'kunit/{name}: {e}') from None
+        data = source.encode()
         dest = tree / rel
         if dest.is_file() and dest.read_bytes() == data:
             continue

@@ -9,10 +9,11 @@ import subprocess
 import tempfile
 import unittest
 from pathlib import Path
-from typing import List
+import re
+from typing import Dict, List
 from unittest import mock
 
-from cpuhpk import run, series, seriesplan
+from cpuhpk import run, series, seriesplan, tree
 from tests import recorded
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,12 +44,15 @@ class PlanTest(unittest.TestCase):
 
     def test_the_plan_of_6_12_names_every_patch_and_source(self) -> None:
         plan = seriesplan.read_plan(self.src)
-        self.assertEqual([s.name for s in plan.series], ['cpu-hotplug', 'timekeeping'])
+        self.assertEqual([s.name for s in plan.series], ['cpu-hotplug'])
         self.assertTrue(plan.drop_compat)
         self.assertEqual(len(plan.harness), 1)
         self.assertIn('gcov', (self.src / plan.harness[0]).read_text())
-        for s in plan.series:
-            self.assertTrue((REPO / s.kunitconfig).parent.name or s.kunitconfig)
+        self.assertEqual(sorted(plan.not_posted_sources),
+                         ['cpuhp_stress_kunit.c', 'cpuhp_sweep_kunit.c',
+                          'timekeeping_crosststamp_kunit.c'])
+        patches = [p for p, _ in plan.series[0].patches]
+        self.assertEqual([p.split('/')[0] for p in patches][:2], ['fixes', 'fixes'])
 
     def test_a_patch_in_no_series_is_refused(self) -> None:
         text = self.plan.read_text()
@@ -58,8 +62,23 @@ class PlanTest(unittest.TestCase):
             seriesplan.read_plan(self.src)
 
     def test_a_source_in_no_patch_is_refused(self) -> None:
-        self.plan.write_text(self.plan.read_text().replace(' cpuhp_sweep_kunit.c', ''))
+        self.plan.write_text('\n'.join(ln for ln in self.plan.read_text().splitlines()
+                                       if not ln.startswith('not-posted-source cpuhp_sweep')))
         with self.assertRaisesRegex(seriesplan.SeriesError, r"missing \['cpuhp_sweep_kunit.c'\]"):
+            seriesplan.read_plan(self.src)
+
+    def test_a_part_never_added_is_refused(self) -> None:
+        self.plan.write_text(self.plan.read_text().replace(' cpuhp_rollback_kunit.c+freeze', ''))
+        with self.assertRaisesRegex(seriesplan.SeriesError,
+                                    r"cpuhp_rollback_kunit.c has the parts \['freeze'\]"):
+            seriesplan.read_plan(self.src)
+
+    def test_fixes_after_the_tests_are_refused(self) -> None:
+        lines = self.plan.read_text().splitlines()
+        i = next(n for n, ln in enumerate(lines) if ln.startswith('patch fixes/0011'))
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        self.plan.write_text('\n'.join(lines))
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'fixes after the tests'):
             seriesplan.read_plan(self.src)
 
     def test_a_kernel_without_a_plan_is_refused(self) -> None:
@@ -67,13 +86,75 @@ class PlanTest(unittest.TestCase):
         with self.assertRaisesRegex(seriesplan.SeriesError, 'no src/6.12/upstream/plan'):
             seriesplan.read_plan(self.src)
 
-    def test_patches_out_of_order_are_refused(self) -> None:
-        lines = self.plan.read_text().splitlines()
-        i = next(n for n, ln in enumerate(lines) if ln.startswith('patch 0001'))
-        lines[i], lines[i + 1] = lines[i + 1], lines[i]
-        self.plan.write_text('\n'.join(lines))
-        with self.assertRaisesRegex(seriesplan.SeriesError, 'not in the order'):
+    def test_a_missing_patch_is_refused(self) -> None:
+        (self.src / 'upstream' / '0004-cpu-hotplug-Add-KUnit-tests-for-installing-and-'
+         'remov.patch').unlink()
+        with self.assertRaisesRegex(seriesplan.SeriesError, 'no src/6.12/upstream/0004'):
             seriesplan.read_plan(self.src)
+
+
+class PostedFormTest(unittest.TestCase):
+    """What the posted series carries, read without a kernel tree."""
+
+    def posted(self) -> Dict[str, str]:
+        """Cover letters, patch messages and diffs, and sources in their
+        posted form; From:/Signed-off-by: lines are the sender's when made."""
+        src = REPO / 'src' / '6.12'
+        plan = seriesplan.read_plan(src)
+        texts: Dict[str, str] = {}
+        for s in plan.series:
+            texts[f'{s.name}.cover'] = (src / 'upstream' / f'{s.name}.cover').read_text()
+            parts: Dict[str, List[str]] = {}
+            for patch, specs in s.patches:
+                texts[patch] = '\n'.join(
+                    ln for ln in seriesplan.patch_path(src, patch).read_text().splitlines()
+                    if not ln.startswith(('From:', 'Signed-off-by:')))
+                for spec in specs:
+                    name, part = seriesplan.source_parts(spec)
+                    parts.setdefault(name, []).extend([part] if part else [])
+                    texts[f'{patch}: {spec}'] = series.for_kernel(
+                        (REPO / 'kunit' / name).read_text(), '6.12.118', True, parts[name])
+        return texts
+
+    def test_no_harness_words(self) -> None:
+        for where, text in self.posted().items():
+            with self.subTest(where=where):
+                self.assertEqual(seriesplan.harness_words(text), [])
+
+    def test_the_words_are_found(self) -> None:
+        for text in ('(README Findings); STRICT=1 runs it', 'make run SEED=', "the harness's",
+                     'see kunit/expected-skips', 'a known failure', 'tools/cpuhpk/states.py'):
+            with self.subTest(text=text):
+                self.assertTrue(seriesplan.harness_words(text))
+        for text in ('cpuhp_stress.seed=', 'the findings of', 'readme.txt', 'strict'):
+            with self.subTest(text=text):
+                self.assertEqual(seriesplan.harness_words(text), [])
+
+    def test_no_debug_knob_no_warning_no_clock(self) -> None:
+        """No posted case uses the target or fail rules, provokes a WARN on
+        purpose, drives the real suspend or sets the clock."""
+        banned = re.compile(r'cpuhp_kunit_(?:set_target|set_fail|get_fail|step)\b|'
+                            r'expect_report|suspend_devices_and_enter|power/power\.h|'
+                            r'do_settimeofday64|do_adjtimex|clocksource_register|'
+                            r'EXPORT_SYMBOL_IF_KUNIT|MODULE_IMPORT_NS|get_random_u32')
+        for where, text in self.posted().items():
+            with self.subTest(where=where):
+                self.assertEqual([m.group(0) for m in banned.finditer(text)], [])
+
+    def test_the_harness_runs_what_it_ran(self) -> None:
+        """The harness's form keeps the cases the posted form leaves out."""
+        text = (REPO / 'kunit' / 'cpuhp_rollback_kunit.c').read_text()
+        harness = tree.harness_view(text, True)
+        posted = series.for_kernel(text, '6.12.118', True)
+        for case in ('cpuhp_rollback_up_undo_fails', 'cpuhp_rollback_partial_target',
+                     'cpuhp_rollback_real_resume_fails'):
+            with self.subTest(case=case):
+                self.assertIn(f'KUNIT_CASE', harness)
+                self.assertRegex(harness, rf'KUNIT_CASE(?:_PARAM)?\({case}\b')
+                self.assertNotIn(case, posted)
+        self.assertIn('cpuhp_rollback_thaw_fails', posted)
+        self.assertNotIn('cpuhp_rollback_thaw_fails',
+                         series.for_kernel(text, '6.12.118', True, []))
 
 
 class ForKernelTest(unittest.TestCase):

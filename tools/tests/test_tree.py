@@ -328,3 +328,72 @@ class SeriesDirTest(unittest.TestCase):
 
     def test_the_repository_has_one_for_the_default_kver(self) -> None:
         self.assertTrue(tree.series_files(tree.series_dir(REPO, '6.12')))
+
+
+class HarnessViewTest(unittest.TestCase):
+    """kunit/ sources: the harness's form and the posted one, from one text."""
+    TEXT = '\n'.join([
+        'a',
+        '#ifdef CPUHP_KUNIT_HARNESS',
+        'h1',
+        '#if IS_ENABLED(CONFIG_X)',
+        'h2',
+        '#else',
+        'h3',
+        '#endif',
+        '#else',
+        'p1',
+        '#endif',
+        'b',
+        '#ifndef CPUHP_KUNIT_HARNESS',
+        'p2',
+        '#endif',
+        'c'])
+
+    def test_both_forms(self) -> None:
+        self.assertEqual(tree.harness_view(self.TEXT, True).split('\n'),
+                         ['a', 'h1', '#if IS_ENABLED(CONFIG_X)', 'h2', '#else', 'h3', '#endif',
+                          'b', 'c'])
+        self.assertEqual(tree.harness_view(self.TEXT, False).split('\n'),
+                         ['a', 'p1', 'b', 'p2', 'c'])
+
+    def test_parts_of_the_posted_suite(self) -> None:
+        text = '\n'.join(['a', '#ifdef CPUHP_KUNIT_PART_freeze', 'f1',
+                          '#ifdef CPUHP_KUNIT_HARNESS', 'h', '#else', 'p', '#endif',
+                          '#if X', 'x', '#endif', '#endif', 'b'])
+        self.assertEqual(tree.harness_view(text, True).split('\n'),
+                         ['a', 'f1', 'h', '#if X', 'x', '#endif', 'b'])
+        self.assertEqual(tree.harness_view(text, False).split('\n'),
+                         ['a', 'f1', 'p', '#if X', 'x', '#endif', 'b'])
+        self.assertEqual(tree.harness_view(text, False, ['freeze']),
+                         tree.harness_view(text, False))
+        self.assertEqual(tree.harness_view(text, False, []).split('\n'), ['a', 'b'])
+
+    def test_errors(self) -> None:
+        for text, what in (('#ifdef CPUHP_KUNIT_HARNESS\nx', 'without #endif'),
+                           ('#ifdef CPUHP_KUNIT_HARNESS\n#ifndef CPUHP_KUNIT_HARNESS\n#endif\n'
+                            '#endif', 'inside a block of its kind'),
+                           ('#ifdef CPUHP_KUNIT_PART_a\n#else\n#endif', '#else in a part block'),
+                           ('#ifdef CPUHP_KUNIT_PART_a\n', 'without #endif'),
+                           ('#ifdef CPUHP_KUNIT_HARNESS\n#elif 1\n#endif', '#elif')):
+            with self.subTest(text=text):
+                with self.assertRaisesRegex(tree.PrepareError, what):
+                    tree.harness_view(text, True)
+
+    def test_installed_as_the_harness_runs_it(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / 'kunit').mkdir()
+            (root / 'linux' / '.git').mkdir(parents=True)
+            (root / 'kunit' / 't.c').write_text(self.TEXT)
+            (root / 'kunit' / 'MANIFEST').write_text('t.c k/t.c\n')
+            tree.install_kunit(root / 'linux', root / 'kunit')
+            self.assertEqual((root / 'linux' / 'k' / 't.c').read_text(),
+                             tree.harness_view(self.TEXT, True))
+
+    def test_the_real_sources_resolve(self) -> None:
+        for path in sorted((REPO / 'kunit').glob('*.[ch]')):
+            with self.subTest(path=path.name):
+                text = path.read_text()
+                tree.harness_view(text, True)
+                tree.harness_view(text, False)
