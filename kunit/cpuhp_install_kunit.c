@@ -29,8 +29,8 @@
  * fail on a chosen CPU. The expected logs are built from the scenario: which
  * CPUs are online, in the ascending order for_each_present_cpu() walks them.
  *
- * Not tested: a teardown that fails inside cpuhp_remove_state(). 6.12 does
- * BUG_ON(ret && !bringup) in cpuhp_issue_call(), with cpus_read_lock() and
+ * Not tested: a teardown that fails inside cpuhp_remove_state().
+ * cpuhp_issue_call() does BUG_ON(ret && !bringup), with cpus_read_lock() and
  * cpuhp_state_mutex held, so provoking it would wedge every later case.
  */
 
@@ -756,5 +756,7 @@ kunit_test_suite(cpuhp_install_suite);
 #ifdef CPUHP_KUNIT_HARNESS
 MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
 #endif
+#ifdef CPUHP_KUNIT_HARNESS
 MODULE_DESCRIPTION("KUnit tests for installing and removing CPU hotplug states");
 MODULE_LICENSE("GPL");
+#endif

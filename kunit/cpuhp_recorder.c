@@ -31,12 +31,14 @@ static bool cpuhp_rec_fault_matches(const struct cpuhp_rec_fault *f, int slot,
 	       (f->instance == CPUHP_REC_ANY || f->instance == instance);
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
 /* Where the startups minus teardowns of @slot/@instance on @cpu are counted. */
 static unsigned int cpuhp_rec_up_index(int slot, int instance, unsigned int cpu)
 {
 	return (slot * (CPUHP_REC_INSTANCES + 1) + instance + 1) * nr_cpu_ids + cpu;
 }
 
+#endif
 /* Log one invocation; fail it if an armed fault says so. */
 static int cpuhp_rec_call(int slot, int instance, enum cpuhp_rec_dir dir, unsigned int cpu)
 {
@@ -58,9 +60,11 @@ static int cpuhp_rec_call(int slot, int instance, enum cpuhp_rec_dir dir, unsign
 			break;
 		}
 	}
+#ifdef CPUHP_KUNIT_HARNESS
 	if (!ret)
 		rec->up[cpuhp_rec_up_index(slot, instance, cpu)] +=
 			dir == CPUHP_REC_STARTUP ? 1 : -1;
+#endif
 	if (rec->len < CPUHP_REC_LOG_SIZE) {
 		rec->log[rec->len++] = (struct cpuhp_rec_call) {
 			.cpu = cpu,
@@ -206,9 +210,11 @@ struct cpuhp_recorder *cpuhp_rec_start(struct kunit *test)
 		rec->slots[slot].state = CPUHP_INVALID;
 	for (i = 0; i < CPUHP_REC_INSTANCES; i++)
 		rec->instances[i].id = i;
+#ifdef CPUHP_KUNIT_HARNESS
 	rec->up = kunit_kcalloc(test, CPUHP_REC_SLOTS * (CPUHP_REC_INSTANCES + 1) * nr_cpu_ids,
 				sizeof(*rec->up), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, rec->up);
+#endif
 	KUNIT_ASSERT_TRUE(test, alloc_cpumask_var(&rec->online, GFP_KERNEL));
 	cpumask_copy(rec->online, cpu_online_mask);
 
@@ -333,6 +339,7 @@ int cpuhp_rec_state(struct cpuhp_recorder *rec, int slot)
 	return rec->slots[slot].state;
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
 /* Whether @slot is installed now. */
 bool cpuhp_rec_is_installed(struct cpuhp_recorder *rec, int slot)
 {
@@ -351,6 +358,7 @@ bool cpuhp_rec_instance_added(struct cpuhp_recorder *rec, int instance)
 	return rec->instances[instance].added;
 }
 
+#endif
 /* How many of the case's states are installed now. */
 unsigned int cpuhp_rec_installed(struct cpuhp_recorder *rec)
 {
@@ -388,6 +396,7 @@ int cpuhp_rec_free_state(enum cpuhp_state range)
 	return -ENOSPC;
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
 /* How many states of the dynamic range starting at @range are unnamed. */
 unsigned int cpuhp_rec_free_states(enum cpuhp_state range)
 {
@@ -398,6 +407,7 @@ unsigned int cpuhp_rec_free_states(enum cpuhp_state range)
 		n += !cpuhp_kunit_step_name(state);
 	return n;
 }
+#endif
 
 /*
  * Arm @fault besides those armed already (at most CPUHP_REC_FAULTS at once;
@@ -430,6 +440,7 @@ void cpuhp_rec_arm_once(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir
 	});
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
 /*
  * Successful startups minus successful teardowns of @slot (@instance of it,
  * or CPUHP_REC_ANY for a single-instance slot) on @cpu since the case
@@ -444,6 +455,7 @@ int cpuhp_rec_up(struct cpuhp_recorder *rec, int slot, int instance, unsigned in
 	spin_unlock_irq(&rec->lock);
 	return n;
 }
+#endif
 
 /* Forget the calls logged so far. */
 void cpuhp_rec_clear(struct cpuhp_recorder *rec)

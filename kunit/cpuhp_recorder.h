@@ -75,8 +75,10 @@ struct cpuhp_recorder {
 	unsigned int len;
 	bool overflow;
 	struct cpuhp_rec_fault faults[CPUHP_REC_FAULTS];
+#ifdef CPUHP_KUNIT_HARNESS
 	/* Per slot, instance (+1) and CPU: successful startups minus teardowns. */
 	int *up;
+#endif
 	struct cpuhp_rec_slot slots[CPUHP_REC_SLOTS];
 	struct cpuhp_rec_instance instances[CPUHP_REC_INSTANCES];
 	cpumask_var_t online;	/* online when the case started */
@@ -106,22 +108,28 @@ int cpuhp_rec_add_instance(struct cpuhp_recorder *rec, int slot, int instance,
 void cpuhp_rec_remove_instance(struct cpuhp_recorder *rec, int slot, int instance,
 			       unsigned int flags);
 int cpuhp_rec_state(struct cpuhp_recorder *rec, int slot);
+#ifdef CPUHP_KUNIT_HARNESS
 bool cpuhp_rec_is_installed(struct cpuhp_recorder *rec, int slot);
 bool cpuhp_rec_is_multi(struct cpuhp_recorder *rec, int slot);
 bool cpuhp_rec_instance_added(struct cpuhp_recorder *rec, int instance);
+#endif
 unsigned int cpuhp_rec_installed(struct cpuhp_recorder *rec);
 int cpuhp_rec_instance_of(struct hlist_node *node);
 
 enum cpuhp_state cpuhp_rec_range_end(enum cpuhp_state range);
 int cpuhp_rec_free_state(enum cpuhp_state range);
+#ifdef CPUHP_KUNIT_HARNESS
 unsigned int cpuhp_rec_free_states(enum cpuhp_state range);
+#endif
 
 void cpuhp_rec_arm(struct cpuhp_recorder *rec, const struct cpuhp_rec_fault *fault);
 void cpuhp_rec_arm_once(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir dir,
 			int cpu, int instance, int err);
 void cpuhp_rec_disarm(struct cpuhp_recorder *rec);
 void cpuhp_rec_clear(struct cpuhp_recorder *rec);
+#ifdef CPUHP_KUNIT_HARNESS
 int cpuhp_rec_up(struct cpuhp_recorder *rec, int slot, int instance, unsigned int cpu);
+#endif
 
 unsigned int cpuhp_rec_count(struct cpuhp_recorder *rec, int slot, enum cpuhp_rec_dir dir,
 			     int cpu, int instance);

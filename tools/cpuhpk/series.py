@@ -274,7 +274,9 @@ def signed_off(message: str, who: str) -> str:
     body = [ln for ln in message.rstrip('\n').split('\n') if not ln.startswith('Signed-off-by:')]
     while body and not body[-1].strip():
         body.pop()
-    return '\n'.join(body) + f'\n\nSigned-off-by: {who}\n'
+    # One trailer block: below Fixes:, Cc: and the like without a blank line.
+    trailer = bool(body) and re.match(r'^[A-Z][A-Za-z-]*: \S', body[-1]) is not None
+    return '\n'.join(body) + ('\n' if trailer else '\n\n') + f'Signed-off-by: {who}\n'
 
 
 def git(repo: Path, *args: str, env: Optional[Dict[str, str]] = None,
@@ -293,6 +295,35 @@ KUNIT_SECTION = 'KERNEL UNIT TESTING FRAMEWORK (KUnit)'
 PM_SECTION = 'SUSPEND TO RAM'
 # A patch a maintainer reviews in one sitting (format-patch lines).
 MAX_PATCH_LINES = 800
+
+
+def sections_for(patch: str) -> List[str]:
+    """The MAINTAINERS entries a patch goes to besides get_maintainer.pl's:
+    KUnit's for a test, linux-pm's where it drives suspend."""
+    tests = re.search(r'^\+\+\+ b/kernel/tests/', patch, re.M) is not None or \
+        re.search(r'^Subject: .*KUnit', patch, re.M) is not None
+    return [KUNIT_SECTION] * tests + [PM_SECTION] * drives_suspend(patch)
+
+
+def with_recipients(patch: str, to: Sequence[str], cc: Sequence[str]) -> str:
+    """@patch (format-patch output) with its To: and Cc: header fields
+    replaced by @to and @cc, after its Subject:."""
+    head, sep, body = patch.partition('\n\n')
+    fields: List[List[str]] = []
+    for line in head.split('\n'):
+        if line.startswith((' ', '\t')) and fields:
+            fields[-1].append(line)
+        else:
+            fields.append([line])
+    kept = [f for f in fields if not f[0].startswith(('To:', 'Cc:'))]
+    out: List[str] = []
+    for f in kept:
+        out += f
+        if f[0].startswith('Subject:'):
+            for name, who in (('To', to), ('Cc', cc)):
+                if who:
+                    out.append(f'{name}: ' + ',\n    '.join(who))
+    return '\n'.join(out) + sep + body
 
 
 def drives_suspend(patch: str) -> bool:
@@ -407,7 +438,7 @@ def base_text(kver: str, package: str, version: str, tree_id: str) -> str:
         f'v{version} with Debian\'s patches, not a mainline or stable commit: the patches '
         'carry no base-commit. The tarball (/usr/src/linux-source-'
         f'{kver}.tar.xz) extracted and committed whole is git tree {tree_id}. '
-        'Rebased onto the maintainers\' trees before it is applied.', 72))
+        'Not yet applied to a maintainer\'s tree or a mainline release.', 72))
 
 
 BASE_TREE = re.compile(r'is git tree ([0-9a-f]{40})\.')
@@ -481,13 +512,18 @@ def make_series(kver: str, who: str, out: Path, report: Report, results: bool = 
                str(dest), f'{base}..{s.name}']
         git(work, *fmt, env=identity(who))
         patches = sorted(dest.glob('0*.patch'))[1:]
-        to, cc = recipients(work, patches, [KUNIT_SECTION] + (
-            [PM_SECTION] if any(drives_suspend(p.read_text()) for p in patches) else []))
-        shutil.rmtree(dest)
-        git(work, *fmt[:-1], *[f'--to={n}' for n in to], *[f'--cc={n}' for n in cc], fmt[-1],
-            env=identity(who))
-        report.add(f'recipients {s.name}', bool(to and cc),
-                   f'To: {", ".join(to)}; Cc: {", ".join(cc)}')
+        # Each patch to its own people; the cover letter to all of them.
+        every: Tuple[List[str], List[str]] = ([], [])
+        for p in patches:
+            to, cc = recipients(work, [p], sections_for(p.read_text()))
+            p.write_text(with_recipients(p.read_text(), to, cc))
+            every[0].extend(n for n in to if n not in every[0])
+            every[1].extend(n for n in cc if n not in every[1])
+        cover = dest / '0000-cover-letter.patch'
+        cover.write_text(with_recipients(cover.read_text(), *every))
+        report.add(f'recipients {s.name}', bool(every[0] and every[1]),
+                   f'To: {", ".join(every[0])}; Cc: {", ".join(every[1])} (the cover '
+                   'letter; each patch its own)')
         sizes = {p.name: len(p.read_text().splitlines()) for p in patches}
         big = {n: k for n, k in sizes.items() if k > MAX_PATCH_LINES}
         report.add(f'patch sizes {s.name}', not big,

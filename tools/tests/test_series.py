@@ -93,6 +93,28 @@ class PlanTest(unittest.TestCase):
             seriesplan.read_plan(self.src)
 
 
+class RecipientsTest(unittest.TestCase):
+    PATCH = ('From 0 Mon Sep 17 00:00:00 2001\nFrom: A <a@b.org>\nDate: x\n'
+             'Subject: [PATCH 1/2] cpu/hotplug: Add KUnit tests for\n something\n'
+             'To: Old <old@x.org>,\n    Older <older@x.org>\nCc: l@x.org\n\nbody\n---\n'
+             ' kernel/tests/x.c | 1 +\n\n--- /dev/null\n+++ b/kernel/tests/x.c\n'
+             '+\tfreeze_secondary_cpus(0);\n')
+
+    def test_each_patch_its_own(self) -> None:
+        out = series.with_recipients(self.PATCH, ['T <t@x.org>', 'U <u@x.org>'], ['l@y.org'])
+        head = out.partition('\n\n')[0]
+        self.assertNotIn('old@x.org', out)
+        self.assertTrue(head.endswith('something\nTo: T <t@x.org>,\n    U <u@x.org>\n'
+                                      'Cc: l@y.org'))
+        self.assertTrue(out.endswith(self.PATCH.partition('\n\n')[2]))
+
+    def test_sections(self) -> None:
+        self.assertEqual(series.sections_for(self.PATCH),
+                         [series.KUNIT_SECTION, series.PM_SECTION])
+        fix = 'Subject: [PATCH] cpu/hotplug: Fix\n\n+++ b/kernel/cpu.c\n+\tx = 1;\n'
+        self.assertEqual(series.sections_for(fix), [])
+
+
 class PostedFormTest(unittest.TestCase):
     """What the posted series carries, read without a kernel tree."""
 
@@ -230,6 +252,13 @@ class AuthorTest(unittest.TestCase):
         with mock.patch('subprocess.run', return_value=done):
             with self.assertRaisesRegex(seriesplan.SeriesError, 'git config user.name'):
                 series.author_of('')
+
+    def test_sign_off_joins_the_trailers(self) -> None:
+        msg = ('sub\n\nbody\n\nFixes: 090e77c391dd ("x")\nCc: stable@vger.kernel.org\n'
+               'Signed-off-by: cpuhp-kunit developers <dev@cpuhp-kunit.example>\n')
+        self.assertEqual(series.signed_off(msg, 'Ada <a@b.org>'),
+                         'sub\n\nbody\n\nFixes: 090e77c391dd ("x")\nCc: stable@vger.kernel.org\n'
+                         'Signed-off-by: Ada <a@b.org>\n')
 
     def test_sign_off_is_replaced(self) -> None:
         msg = 'sub\n\nbody\n\nSigned-off-by: cpuhp-kunit developers <dev@cpuhp-kunit.example>\n'
