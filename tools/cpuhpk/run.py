@@ -48,8 +48,8 @@ if __package__ in (None, ''):
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
 from cpuhpk import (arch, attrs, buildstamp, decode, gcov, hostctl, isolation,  # noqa: E402
-                    junit, kcidb, knobs, ktap, kunitcmd, kunitjson, page, states, tree,
-                    usertree, verdict)
+                    junit, kcidb, knobs, ktap, kunitcmd, kunitjson, page, seriesplan, states,
+                    tree, usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -179,9 +179,26 @@ def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False
         known = verdict.read_known_failures(known_failures_path(context.get('kver', '')))
     except ValueError as e:
         raise tree.PrepareError(f'kunit/{e}') from None
+    if context.get('config') == 'series':
+        declared = posted_cases(context.get('kver', ''))
+    else:
+        declared = verdict.declared_cases(REPO / 'kunit', userspace)
     return verdict.Expectations(
-        cases=verdict.filtered(verdict.declared_cases(REPO / 'kunit', userspace), filter_glob),
+        cases=verdict.filtered(declared, filter_glob),
         skips=skips, known=known, strict=strict, context=context)
+
+
+def posted_cases(kver: str) -> Dict[str, List[str]]:
+    """The cases of the series make series posts for @kver: its sources
+    (src/<KVER>/upstream/plan), in their posted form."""
+    try:
+        plan = seriesplan.read_plan(tree.series_dir(REPO, kver))
+    except seriesplan.SeriesError as e:
+        raise tree.PrepareError(str(e)) from None
+    files = {seriesplan.source_parts(f)[0] for s in plan.series for _, fs in s.patches
+             for f in fs}
+    return verdict.declared_cases(REPO / 'kunit', False, files,
+                                  lambda text: tree.harness_view(text, False))
 
 
 def coverage_report(out: Path, build_dir: Path, src: Path, kver: str,

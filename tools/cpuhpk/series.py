@@ -692,16 +692,19 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     git(work, 'checkout', '-q', '-f', base)
 
 
-def judge_args(console: Path, kver: str, smp: int, filter_glob: str, dest: Path) -> List[str]:
+def judge_args(console: Path, kver: str, smp: int, filter_glob: str, dest: Path,
+               fixes: bool = False) -> List[str]:
     """run.py's arguments for the verdict of a pristine kunit.py run's console.
 
     kunit.py run as the cover letter says boots no initramfs of ours, so the
     console has no user-space suite: make judge expects it unless told. Its
     kernel is the series' own .kunitconfig, not one of kconfigs/: CONFIG=series
-    (kunit/expected-skips names what that kernel cannot run).
+    (kunit/expected-skips names what that kernel cannot run). @fixes: the
+    series carries fixes of ours (its known failures of fixes=0 do not apply).
     """
     return ['--judge', str(console), '--kver', kver, '--smp', str(smp), '--filter',
-            filter_glob, '--out', str(dest), '--userspace', '0', '--config', 'series']
+            filter_glob, '--out', str(dest), '--fixes', '1' if fixes else '0',
+            '--userspace', '0', '--config', 'series']
 
 
 def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report) -> None:
@@ -762,7 +765,8 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 report.add(what, False, 'kunit.py ' + (
                     'did not end' if killed is not None else f'left no console (exit {rc})'))
                 continue
-            verdict_rc = run.main(judge_args(console, kver, smp, s.filter, dest))
+            verdict_rc = run.main(judge_args(console, kver, smp, s.filter, dest, any(
+                p.startswith('fixes/') for p, _ in s.patches)))
             v, _ = verdict.read_json(dest / 'verdict.json')
             passed, failed, skipped, known = v.closing_counts()
             # A posted test passes where it lands: a known failure (a

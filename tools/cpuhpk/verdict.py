@@ -36,7 +36,7 @@ import fnmatch
 import json
 import re
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import hygiene, ktap
 
@@ -224,11 +224,15 @@ SH_SUITE = re.compile(r'^SUITE=(\w+)$', re.M)
 SH_CASES = re.compile(r'^CASES="([\w ]+)"$', re.M)
 
 
-def declared_cases(kunit_dir: Path, userspace: bool = False) -> Dict[str, List[str]]:
+def declared_cases(kunit_dir: Path, userspace: bool = False,
+                   only: Optional[Collection[str]] = None,
+                   view: Optional[Callable[[str], str]] = None) -> Dict[str, List[str]]:
     """suite -> its cases, as the kunit/*_kunit.c sources declare them.
 
     With @userspace, also the user-space tests kunit/*_test.sh (SUITE= and
     CASES= lines), which run from an initramfs after the KUnit suites.
+    @only: these sources alone; @view: the form of a source that is built
+    (the posted series': tree.harness_view(text, False)).
     """
     suites: Dict[str, List[str]] = {}
     for sh in sorted(kunit_dir.glob('*_test.sh')) if userspace else []:
@@ -237,7 +241,11 @@ def declared_cases(kunit_dir: Path, userspace: bool = False) -> Dict[str, List[s
         if name and cases:
             suites[name.group(1)] = cases.group(1).split()
     for src in sorted(kunit_dir.glob('*_kunit.c')):
+        if only is not None and src.name not in only:
+            continue
         text = src.read_text(errors='replace')
+        if view is not None:
+            text = view(text)
         arrays = {m.group(1): CASE_ENTRY.findall(m.group(2)) for m in CASE_ARRAY.finditer(text)}
         for m in SUITE.finditer(text):
             name, cases = SUITE_NAME.search(m.group(1)), SUITE_CASES.search(m.group(1))
