@@ -247,6 +247,10 @@ int cpuhp_rec_setup(struct cpuhp_recorder *rec, int slot, enum cpuhp_state state
 	int ret;
 
 	KUNIT_ASSERT_FALSE(rec->test, s->installed);
+	/* A full range would make the core warn ("No more dynamic states"). */
+	if ((state == CPUHP_AP_ONLINE_DYN || state == CPUHP_BP_PREPARE_DYN) &&
+	    cpuhp_rec_free_state(state) < 0)
+		kunit_skip(rec->test, "no free state left in the dynamic range");
 	if (flags & CPUHP_REC_MULTI)
 		ret = cpuhp_setup_state_multi(state, cb->name,
 					      startup ? cb->startup_multi : NULL,
@@ -508,6 +512,7 @@ void cpuhp_rec_next(struct cpuhp_recorder *rec, struct cpuhp_rec_log *expected)
 {
 	cpuhp_rec_clear(rec);
 	expected->len = 0;
+	expected->overflow = false;
 }
 
 /* An empty expected log; freed with the case. */
@@ -538,8 +543,10 @@ struct cpuhp_rec_log *cpuhp_rec_read(struct cpuhp_recorder *rec)
 void cpuhp_rec_log_add(struct cpuhp_rec_log *log, unsigned int cpu, int slot, int instance,
 		       enum cpuhp_rec_dir dir, int ret)
 {
-	if (WARN_ON(log->len >= CPUHP_REC_LOG_SIZE))
+	if (log->len >= CPUHP_REC_LOG_SIZE) {
+		log->overflow = true;
 		return;
+	}
 	log->calls[log->len++] = (struct cpuhp_rec_call) {
 		.cpu = cpu, .slot = slot, .instance = instance, .dir = dir, .ret = ret,
 	};
@@ -561,6 +568,8 @@ void cpuhp_rec_expect_log(struct kunit *test, struct cpuhp_recorder *rec,
 	unsigned int i;
 	bool same;
 
+	KUNIT_EXPECT_FALSE_MSG(test, expected->overflow, "more than %d calls expected",
+			       CPUHP_REC_LOG_SIZE);
 	same = got->len == expected->len;
 	for (i = 0; same && i < got->len; i++) {
 		const struct cpuhp_rec_call *g = &got->calls[i], *e = &expected->calls[i];

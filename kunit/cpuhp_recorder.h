@@ -138,6 +138,7 @@ unsigned int cpuhp_rec_count(struct cpuhp_recorder *rec, int slot, enum cpuhp_re
 struct cpuhp_rec_log {
 	struct cpuhp_rec_call calls[CPUHP_REC_LOG_SIZE];
 	unsigned int len;
+	bool overflow;		/* more were added than it holds */
 };
 
 struct cpuhp_rec_log *cpuhp_rec_log_alloc(struct kunit *test);
