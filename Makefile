@@ -118,7 +118,7 @@ help:
 	@echo '  bench        warm times and the build ratio to kunit.py; PARTS="warm ratio options cold" (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/$(KVER)/'
 	@echo '  finding-mails  the reports of FINDINGS as plain-text mails with their fix as a patch, To/Cc from get_maintainer.pl -> out/finding-mails/$(KVER)/'
-	@echo '  series       the upstream-shaped series + cover letters + checkpatch -> out/series/$(KVER)/'
+	@echo '  series       the series posted upstream (our fixes first, the suites in their posted form), cover letter, To/Cc, checks -> out/series/$(KVER)/'
 	@echo '  series-check series, then build after every patch and with SYSFS/SUSPEND/TRACING=n'
 	@echo '  series-pristine  series, then git am onto a fresh extraction and kunit.py run as the cover letter says'
 	@echo '  series-test  series-check and series-pristine (the job make matrix runs for each of SERIES_KVERS)'
