@@ -160,11 +160,12 @@ def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST,
                  make_options: str = '') -> Path:
     """The cached build directory of @config's kernel for @arch_name.
 
-    MAKE_OPTIONS= (@make_options, e.g. LLVM=1) builds in a directory of its
-    own, named after them: a clang build would otherwise replace the gcc
-    one the next plain run needs, and each switch would be a whole kernel.
+    MAKE_OPTIONS= and KCONFIG_ADD= (@make_options: their words, e.g.
+    LLVM=1) build in a directory of their own, named after them: a clang
+    or a debug-info build would otherwise replace the one the next plain
+    run needs, and each switch would be a whole kernel.
     """
-    words = re.sub(r'[^A-Za-z0-9.+]+', '-', make_options).strip('-')
+    words = re.sub(r'[^A-Za-z0-9.+]+', '-', re.sub(r'\bCONFIG_', '', make_options)).strip('-')
     if len(words) > 32:
         words = words[:23] + '-' + hashlib.sha256(make_options.encode()).hexdigest()[:8]
     return tree.cache_root() / (f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
@@ -712,7 +713,8 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
             raise tree.PrepareError(problem)
         # CONFIG=debian: resolved here
         frags = kunitcmd.kernel_fragments(t, args.config, a.name, options)
-        build_dir = build_dir_of(t, args.config, a.name, knobs.knob(args, 'make_options'))
+        build_dir = build_dir_of(t, args.config, a.name, ' '.join(
+            [*knobs.knob(args, 'make_options').split(), *knobs.kconfig_add(args)]))
         qemu_config = gcov.guest(build_dir, args.filter, a,
                                  isolation.isolation_anchor(exp, isolate))
     except tree.PrepareError as e:

@@ -30,6 +30,8 @@ class ArchTest(unittest.TestCase):
         # MAKE_OPTIONS= builds apart: a clang kernel never replaces the gcc one.
         self.assertEqual(run.build_dir_of(t, 'default', 'x86_64', 'LLVM=1').name,
                          'build-6.12.118-default-LLVM-1')
+        self.assertEqual(run.build_dir_of(t, 'default', 'x86_64', 'CONFIG_DEBUG_INFO_DWARF5=y').name,
+                         'build-6.12.118-default-DEBUG-INFO-DWARF5-y')
         long = run.build_dir_of(t, 'default', 'x86_64', 'KCFLAGS=-O1 ' * 4).name
         self.assertRegex(long, r'^build-6\.12\.118-default-KCFLAGS-O1-KCFLAGS-O1-K-[0-9a-f]{8}$')
         fixed = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/l'),
