@@ -142,6 +142,8 @@ static struct cpuhp_rollback *cpuhp_rollback_start_with(struct kunit *test, int 
 	rb->cpu = cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_LAST);
 	if (rb->cpu == cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_FIRST))
 		kunit_skip(test, "needs two online CPUs");
+	if (!cpu_is_hotpluggable(rb->cpu))
+		kunit_skip(test, "CPU %u cannot be taken offline", rb->cpu);
 
 	for (slot = L; slot <= H; slot++) {
 		enum cpuhp_state range = cpuhp_rollback_range(slot);
