@@ -395,7 +395,7 @@ def fill_cover(cover: Path, s: seriesplan.Series, text: str) -> None:
     cover.write_text(data)
 
 
-def results_text(kver: str, s: seriesplan.Series) -> str:
+def results_text(kver: str, s: seriesplan.Series, version: str) -> str:
     """What the last run of the posted series found (make series-test:
     the cover letter's kunit.py command on a fresh extraction with the
     series applied, out/<KVER>-series/pristine-<name>/)."""
@@ -415,7 +415,7 @@ def results_text(kver: str, s: seriesplan.Series) -> str:
     for sk in v.get('skips', []):
         reasons[sk['reason']] = reasons.get(sk['reason'], 0) + 1
     lines = textwrap.wrap(
-        f'Results on Debian\'s linux-source-{kver} ({v["context"].get("version", "?")}) with '
+        f'Results on Debian\'s linux-source-{kver} ({version}) with '
         f'this series, x86_64 under QEMU (TCG), the command above: {len(v["statuses"])} '
         f'results, {count.get("pass", 0)} passed, {count.get("skip", 0)} skipped, '
         f'{count.get("fail", 0)} failed; no kernel warning.', 72)
@@ -445,9 +445,9 @@ BASE_TREE = re.compile(r'is git tree ([0-9a-f]{40})\.')
 
 
 def cover_text(src: Path, kver: str, s: seriesplan.Series, checkpatch_note: str, base_label: str,
-               results: bool) -> str:
+               results: bool, version: str = '') -> str:
     prose = (src / 'upstream' / f'{s.name}.cover').read_text()
-    found = (results_text(kver, s) if results else
+    found = (results_text(kver, s, version) if results else
              '(not filled in: made with --no-results, for the checks of the series)')
     return prose.format(run=run_command(s), results=found, checkpatch=checkpatch_note,
                         base=base_label)
@@ -546,7 +546,7 @@ def make_series(kver: str, who: str, out: Path, report: Report, results: bool = 
             f'{counts["CHECK"]} checks on every patch (commit ids are not looked up: the tree '
             'has no upstream history).', 72))
         fill_cover(dest / '0000-cover-letter.patch', s,
-                   cover_text(src, kver, s, note, base_label, results))
+                   cover_text(src, kver, s, note, base_label, results, t.version))
     git(work, 'checkout', '-q', '-f', base)
     (out / 'checkpatch.txt').write_text('\n'.join(text) + '\n')
 

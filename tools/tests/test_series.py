@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import shutil
 import subprocess
 import tempfile
@@ -91,6 +92,37 @@ class PlanTest(unittest.TestCase):
          'remov.patch').unlink()
         with self.assertRaisesRegex(seriesplan.SeriesError, 'no src/6.12/upstream/0004'):
             seriesplan.read_plan(self.src)
+
+
+class ResultsTest(unittest.TestCase):
+    """The cover letter's results: the last series-test's run, clean or refused."""
+
+    def write(self, root: Path, verdict_json: Dict[str, object]) -> None:
+        out = root / 'out' / '6.12-series' / 'pristine-cpu-hotplug'
+        out.mkdir(parents=True)
+        (out / 'verdict.json').write_text(json.dumps(verdict_json))
+
+    def test_a_clean_run_is_said_with_its_skips(self) -> None:
+        s = seriesplan.Series('cpu-hotplug')
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(series, 'REPO', Path(tmp)):
+            self.write(Path(tmp), {'verdict': 'pass', 'known_failures': [], 'context': {},
+                                   'statuses': {'a.x': 'pass', 'a.y': 'skip'},
+                                   'skips': [{'reason': 'needs two online CPUs'}]})
+            text = series.results_text('6.12', s, '6.12.118')
+        self.assertIn("linux-source-6.12 (6.12.118)", ' '.join(text.split()))
+        self.assertIn('2 results, 1 passed, 1 skipped, 0 failed; no kernel warning', ' '.join(
+            text.split()))
+        self.assertIn('1 skipped: needs two online CPUs', text)
+
+    def test_known_failures_or_none_are_refused(self) -> None:
+        s = seriesplan.Series('cpu-hotplug')
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(series, 'REPO', Path(tmp)):
+            with self.assertRaisesRegex(seriesplan.SeriesError, 'run make series-test'):
+                series.results_text('6.12', s, '6.12.118')
+            self.write(Path(tmp), {'verdict': 'pass', 'known_failures': [{'name': 'a.x'}],
+                                   'context': {}, 'statuses': {}})
+            with self.assertRaisesRegex(seriesplan.SeriesError, 'not a clean pass'):
+                series.results_text('6.12', s, '6.12.118')
 
 
 class RecipientsTest(unittest.TestCase):
