@@ -708,6 +708,85 @@ static void cpuhp_install_multi_remove_with_instances(struct kunit *test)
 }
 #endif
 
+#ifdef CPUHP_KUNIT_HARNESS
+/*
+ * A CPU resting exactly at a state has run that state's startup: installing
+ * it, adding an instance to it, removing the instance or the state calls it
+ * there too ("at or above the state", cpuhp_setup_state() and friends
+ * compare st->state with the state). N is parked there with a target write
+ * (CONFIG_CPU_HOTPLUG_STATE_CONTROL): for an AP state it rests partly up,
+ * for a PREPARE state offline. The state is installed without calls, N
+ * parked at it and the state removed without calls, so that N rests at the
+ * slot the next install of the range hands out again.
+ */
+static void cpuhp_install_cpu_at_the_state(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+	unsigned int n = cpuhp_rec_pick_cpu(rec, CPUHP_REC_LAST);
+	int state, ret;
+
+	if (n == cpuhp_rec_pick_cpu(rec, CPUHP_REC_FIRST))
+		kunit_skip(test, "needs two online CPUs");
+	if (!IS_ENABLED(CONFIG_CPU_HOTPLUG_STATE_CONTROL))
+		kunit_skip(test, "needs CONFIG_CPU_HOTPLUG_STATE_CONTROL");
+
+	state = cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_NOCALLS);
+	KUNIT_ASSERT_GT(test, state, 0);
+	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(n, state), 0);
+	cpuhp_rec_expect_state(test, n, state, state);
+	cpuhp_rec_remove(rec, 0, CPUHP_REC_NOCALLS);
+
+	/* The install calls the startup on N, resting at the state. */
+	cpuhp_rec_next(rec, want);
+	ret = cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_INVOKE);
+	KUNIT_ASSERT_GT(test, ret, 0);
+	if (ret != state)
+		kunit_skip(test, "the range handed out slot %d, not %d again", ret, state);
+	cpuhp_install_add_each(want, rec->online, 0, CPUHP_REC_ANY, CPUHP_REC_STARTUP);
+	cpuhp_rec_expect_log(test, rec, want);
+
+	/* So does the removal, the teardown. */
+	cpuhp_rec_next(rec, want);
+	cpuhp_rec_remove(rec, 0, CPUHP_REC_INVOKE);
+	cpuhp_install_add_each(want, rec->online, 0, CPUHP_REC_ANY, CPUHP_REC_TEARDOWN);
+	cpuhp_rec_expect_log(test, rec, want);
+	cpuhp_rec_expect_state(test, n, state, state);
+}
+
+/* The same for an instance added to, and removed from, the state N rests at. */
+static void cpuhp_install_cpu_at_the_multi_state(struct kunit *test)
+{
+	const struct cpuhp_install_param *p = test->param_value;
+	struct cpuhp_recorder *rec = cpuhp_rec_start(test);
+	struct cpuhp_rec_log *want = cpuhp_rec_log_alloc(test);
+	unsigned int n = cpuhp_rec_pick_cpu(rec, CPUHP_REC_LAST);
+	int state;
+
+	if (n == cpuhp_rec_pick_cpu(rec, CPUHP_REC_FIRST))
+		kunit_skip(test, "needs two online CPUs");
+	if (!IS_ENABLED(CONFIG_CPU_HOTPLUG_STATE_CONTROL))
+		kunit_skip(test, "needs CONFIG_CPU_HOTPLUG_STATE_CONTROL");
+
+	state = cpuhp_rec_setup(rec, 0, p->range, CPUHP_REC_MULTI | CPUHP_REC_INVOKE);
+	KUNIT_ASSERT_GT(test, state, 0);
+	KUNIT_ASSERT_EQ(test, cpuhp_kunit_set_target(n, state), 0);
+	cpuhp_rec_expect_state(test, n, state, state);
+
+	cpuhp_rec_next(rec, want);
+	KUNIT_ASSERT_EQ(test, cpuhp_rec_add_instance(rec, 0, A, CPUHP_REC_INVOKE), 0);
+	cpuhp_install_add_each(want, rec->online, 0, A, CPUHP_REC_STARTUP);
+	cpuhp_rec_expect_log(test, rec, want);
+
+	cpuhp_rec_next(rec, want);
+	cpuhp_rec_remove_instance(rec, 0, A, CPUHP_REC_INVOKE);
+	cpuhp_install_add_each(want, rec->online, 0, A, CPUHP_REC_TEARDOWN);
+	cpuhp_rec_expect_log(test, rec, want);
+	cpuhp_rec_expect_state(test, n, state, state);
+}
+#endif
+
 static struct kunit_case cpuhp_install_cases[] = {
 	KUNIT_CASE_PARAM(cpuhp_install_startup_fails, cpuhp_install_failures_gen_params),
 	KUNIT_CASE_PARAM(cpuhp_install_startup_fails_no_teardown,
@@ -742,6 +821,8 @@ static struct kunit_case cpuhp_install_cases[] = {
 #ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE_PARAM(cpuhp_install_multi_remove_with_instances,
 			 cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_cpu_at_the_state, cpuhp_install_ranges_gen_params),
+	KUNIT_CASE_PARAM(cpuhp_install_cpu_at_the_multi_state, cpuhp_install_ranges_gen_params),
 #endif
 	{}
 };

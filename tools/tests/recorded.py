@@ -78,6 +78,9 @@ ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += [
     'cpuhp_rollback_freeze_wakeup_aborts']
 # 2026-12-06 (7215f06): a hotpluggable boot CPU (arm64) goes and comes back.
 ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['boot_cpu_goes_and_comes_back']
+# 2026-12-07: a CPU resting exactly at the state installed, added to, removed.
+ADDED_HOTPLUG_DISABLED['cpuhp_install'] = ['cpuhp_install_cpu_at_the_state',
+                                           'cpuhp_install_cpu_at_the_multi_state']
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
     s: ADDED_HISTORY_PATH.get(s, []) + ADDED_HOTPLUG_DISABLED.get(s, [])
     for s in {**ADDED_HISTORY_PATH, **ADDED_HOTPLUG_DISABLED}}
