@@ -1191,7 +1191,8 @@ static void cpuhp_rollback_expect_refused(struct kunit *test, struct cpuhp_rollb
 	KUNIT_EXPECT_EQ(test, online ? remove_cpu(rb->cpu) : add_cpu(rb->cpu), -EBUSY);
 #ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_EXPECT_EQ(test, cpuhp_kunit_set_target(rb->cpu,
-						     online ? CPUHP_OFFLINE : CPUHP_ONLINE), -EBUSY);
+						     online ? CPUHP_OFFLINE : CPUHP_ONLINE),
+			-EBUSY);
 #endif
 	cpuhp_rollback_check(test, rb);
 	if (online)
