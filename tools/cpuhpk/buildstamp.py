@@ -11,6 +11,14 @@ build_inputs() digests what a build reads; reusable_build() says whether
 the kernel in a build directory is the one of these inputs, untouched
 since; forget_build() before a build and remember_build() once its kernel
 started keep the stamp true (a build that fails or is stopped leaves none).
+
+A run's lcov tracefile gets a stamp of its own (COVERAGE_STAMP, next to
+coverage.info): source_digest(), the part of build_inputs() that is the
+tree, when the run started. Its line numbers describe those sources and no
+others: make mutate routes a mutant by them only while the tree still
+digests the same (tools/cpuhpk/mutant_guests.py). Not the files' mtimes:
+make mutate's own git apply -R of every mutant makes kernel/cpu.c newer
+than any tracefile.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 from cpuhpk import arch, knobs, tree
 
@@ -46,6 +54,29 @@ def build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path,
     than UNTRACKED_MAX such files: then every run builds. What only the boot
     reads (KERNEL_ARGS, QEMU_ARGS, ISOLATE, FILTER_ATTR) is not in it: the
     same kernel boots again with them."""
+    state = tree_state(t)
+    if state is None:
+        return None
+    head, diff_sha, rels, files = state
+    try:
+        cc = subprocess.run([knobs.compiler(options, a.cross_compile or ''), '--version'],
+                            capture_output=True, text=True, check=False).stdout
+    except OSError:
+        cc = ''
+    # The same list as before KCONFIG_ADD existed when it is empty: a build
+    # directory stamped then is reused.
+    rest = json.dumps([head, diff_sha, rels,
+                       [str(f) for f in frags], list(options), a.name, a.cross_compile or '',
+                       cc, sorted((k, v) for k, v in os.environ.items()
+                                  if k in KBUILD_ENV or k.startswith('KBUILD_'))]
+                      + ([list(kconfig_lines)] if kconfig_lines else []))
+    return tree.fingerprint([*frags, qemu_config, *files], rest)
+
+
+def tree_state(t: tree.Tree) -> Optional[Tuple[str, str, List[str], List[Path]]]:
+    """What of @t a build reads: (its commit, the sha256 of its changes, the
+    files git does not track, those of them that are files); None when it
+    is not a git tree or has more than UNTRACKED_MAX such files."""
     def git_bytes(*argv: str) -> Optional[bytes]:
         res = subprocess.run(['git', '-C', str(t.path), *argv], capture_output=True, check=False)
         return res.stdout if res.returncode == 0 else None
@@ -61,20 +92,37 @@ def build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path,
     rels = sorted(r for r in untracked.decode(errors='surrogateescape').split('\0') if r)
     if len(rels) > UNTRACKED_MAX:
         return None
-    try:
-        cc = subprocess.run([knobs.compiler(options, a.cross_compile or ''), '--version'],
-                            capture_output=True, text=True, check=False).stdout
-    except OSError:
-        cc = ''
-    # The same list as before KCONFIG_ADD existed when it is empty: a build
-    # directory stamped then is reused.
-    rest = json.dumps([head.decode().strip(), hashlib.sha256(diff).hexdigest(), rels,
-                       [str(f) for f in frags], list(options), a.name, a.cross_compile or '',
-                       cc, sorted((k, v) for k, v in os.environ.items()
-                                  if k in KBUILD_ENV or k.startswith('KBUILD_'))]
-                      + ([list(kconfig_lines)] if kconfig_lines else []))
     files = [t.path / r for r in rels if (t.path / r).is_file()]
-    return tree.fingerprint([*frags, qemu_config, *files], rest)
+    return head.decode().strip(), hashlib.sha256(diff).hexdigest(), rels, files
+
+
+def source_digest(t: tree.Tree) -> Optional[str]:
+    """A digest of the sources of @t a build reads, the kunit/ sources
+    copied in among them (tree_state()); None when it has none."""
+    state = tree_state(t)
+    if state is None:
+        return None
+    head, diff_sha, rels, files = state
+    return tree.fingerprint(files, json.dumps(['sources', head, diff_sha, rels]))
+
+
+COVERAGE_STAMP = 'coverage-sources.json'
+
+
+def remember_coverage(out: Path, sources: Optional[str]) -> None:
+    """@out/coverage.info was made from the sources that digest to @sources."""
+    if sources is not None:
+        (out / COVERAGE_STAMP).write_text(json.dumps({'sources': sources}) + '\n')
+
+
+def coverage_sources(out: Path) -> Optional[str]:
+    """The source_digest() @out/coverage.info was made from; None when unknown."""
+    try:
+        data = json.loads((out / COVERAGE_STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+    value = data.get('sources') if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
 
 
 def run_build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path, a: arch.Arch,

@@ -21,7 +21,9 @@ Writes to out/<KVER>[-<CONFIG>]/ (make judge: out/judge/):
   junit.xml     one testcase per KUnit case (or parameter), plus one per
                 problem of the run as a whole; red in it whenever the verdict is
   kunit.log     what kunit.py printed (config, build, summary)
-  coverage.info lcov tracefile of the two files; summary.txt, html/ from it
+  coverage.info lcov tracefile of the two files; summary.txt, html/ from it;
+                coverage-sources.json the digest of the sources it describes
+                (buildstamp.source_digest(): make mutate reads it)
   kcidb.json    the run for KernelCI's KCIDB (kcidb.py, schema in tools/kcidb/)
 Exit status 0 only when the verdict has no problem (verdict.py).
 """
@@ -740,6 +742,8 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
         control = hostctl.Control(build_dir / 'cpuhp-kunit', out / 'hostctl.log')
         control.start()
     inputs = buildstamp.run_build_inputs(t, frags, qemu_config, a, args)
+    # What coverage.info will describe: the sources this run builds.
+    sources = buildstamp.source_digest(t) if args.coverage_report else None
     built = buildstamp.reusable_build(build_dir, inputs)
     if built:
         tree.log(f'{build_dir.name} holds the kernel of these very sources and configs: '
@@ -780,6 +784,8 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
                  left_out if knobs.knob(args, 'filter_action') == 'skip' else ())
     if args.coverage_report:
         v = coverage_report(out, build_dir, t.path, args.kver, v, a, isolate)
+        if (out / 'coverage.info').is_file():
+            buildstamp.remember_coverage(out, sources)
     v = decode_reports(out, build_dir / 'vmlinux', [t.path], a.cross_compile or '') or v
     write_kcidb(out)        # with the coverage
     page.write_run(out)     # with the coverage and the state map

@@ -595,6 +595,32 @@ class BuildReuseTest(unittest.TestCase):
         buildstamp.forget_build(self.build)                                   # a build began
         self.assertFalse(buildstamp.reusable_build(self.build, inputs))
 
+    def test_a_tracefiles_sources_stamp(self) -> None:
+        """The digest written next to a run's coverage.info follows the tree's
+        sources, the kunit/ ones copied in among them, and nothing else."""
+        first = buildstamp.source_digest(self.t)
+        self.assertIsNotNone(first)
+        self.frag.write_text('CONFIG_KUNIT=y\nCONFIG_KASAN=y\n')      # the kernel's config
+        self.assertEqual(buildstamp.source_digest(self.t), first)
+        seen = {first}
+        changes: List[Callable[[], object]] = [
+            lambda: (self.t.path / 'Makefile').write_text('all: x\n'),
+            lambda: (self.t.path / 'kernel' / 'cpuhp_install_kunit.c').write_text('x'),
+            lambda: tree.git(self.t.path, 'commit', '-q', '-a', '-m', 'a commit'),
+        ]
+        for change in changes:
+            change()
+            now = buildstamp.source_digest(self.t)
+            self.assertNotIn(now, seen)
+            seen.add(now)
+        out = Path(self.tmp.name) / 'out'
+        out.mkdir()
+        self.assertIsNone(buildstamp.coverage_sources(out))
+        buildstamp.remember_coverage(out, first)
+        self.assertEqual(buildstamp.coverage_sources(out), first)
+        shutil.rmtree(self.t.path / '.git')
+        self.assertIsNone(buildstamp.source_digest(self.t))
+
     def test_exec_boots_without_building(self) -> None:
         args = run.parser().parse_args([])
         built = kunitcmd.kunit_command(self.t, args, self.build, Path('/out'), self.qemu,
