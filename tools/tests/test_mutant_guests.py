@@ -1,0 +1,223 @@
+"""make mutate's guests by coverage (cpuhpk.mutant_guests): a mutant's changed
+lines, the guests whose tracefile reaches them, the tracefiles' freshness."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import tempfile
+import unittest
+from pathlib import Path
+from typing import Any, Dict, List
+
+from cpuhpk import buildstamp, gcov, mutant_guests
+from cpuhpk.mutant_guests import Hunk
+
+REPO = Path(__file__).resolve().parents[2]
+ORDER = ('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force')
+ROOT = Path('/cache/linux-6.12.118')
+
+CHANGE = '''# CPUHP_OFFLINE cannot be installed (-EINVAL)
+diff --git a/kernel/cpu.c b/kernel/cpu.c
+index 91da0b2..d4a7cd2 100644
+--- a/kernel/cpu.c
++++ b/kernel/cpu.c
+@@ -2266,7 +2266,7 @@ static struct cpuhp_step cpuhp_hp_states[] = {
+ /* Sanity check for callbacks */
+ static int cpuhp_cb_check(enum cpuhp_state state)
+ {
+-\tif (state <= CPUHP_OFFLINE || state >= CPUHP_ONLINE)
++\tif (state < CPUHP_OFFLINE || state >= CPUHP_ONLINE)
+ \t\treturn -EINVAL;
+ \treturn 0;
+ }
+'''
+
+INSERTION = '''# a CPU brought up to an AP target stops there
+diff --git a/kernel/cpu.c b/kernel/cpu.c
+--- a/kernel/cpu.c
++++ b/kernel/cpu.c
+@@ -848,6 +848,7 @@ static int cpuhp_bringup_ap(unsigned int cpu)
+ \tif (st->target <= CPUHP_AP_ONLINE_IDLE)
+ \t\treturn 0;
+ 
++\tst->target = CPUHP_ONLINE;
+ \treturn cpuhp_kick_ap(cpu, st, st->target);
+ 
+ out_unlock:
+'''
+
+# Two files, three hunks: an insertion, a removal of two lines apart, a change.
+MULTI = '''# three breaks at once
+diff --git a/kernel/time/timekeeping.c b/kernel/time/timekeeping.c
+--- a/kernel/time/timekeeping.c
++++ b/kernel/time/timekeeping.c
+@@ -979,6 +979,7 @@ void ktime_get_snapshot(struct system_time_snapshot *systime_snapshot)
+ \t\tbase_raw = tk->tkr_raw.base;
+ \t\tnsec_real = timekeeping_cycles_to_ns(&tk->tkr_mono, now);
+ \t\tnsec_raw  = timekeeping_cycles_to_ns(&tk->tkr_raw, now);
++\t\tnsec_raw += (now - tk->tkr_raw.cycle_last) >> 10;
+ \t} while (read_seqcount_retry(&tk_core.seq, seq));
+ 
+ \tsystime_snapshot->cycles = now;
+diff --git a/kernel/cpu.c b/kernel/cpu.c
+--- a/kernel/cpu.c
++++ b/kernel/cpu.c
+@@ -2543,10 +2543,8 @@
+ {
+ \tint ret;
+ 
+-\tcpus_read_lock();
+ \tret = __cpuhp_setup_state_cpuslocked(state, name, invoke, startup,
+ \t\t\t\t\t     teardown, multi_instance);
+-\tcpus_read_unlock();
+ \treturn ret;
+ }
+ EXPORT_SYMBOL(__cpuhp_setup_state);
+@@ -2600,3 +2598,3 @@
+ \ta = 1;
+-\tb = 2;
++\tb = 3;
+ \tc = 4;
+'''
+
+
+def info(records: Dict[str, Dict[int, int]]) -> str:
+    """An lcov tracefile: per SF: path, DA:<line>,<count>."""
+    return ''.join('TN:\nSF:' + sf + '\n' + ''.join(f'DA:{n},{c}\n' for n, c in hits.items())
+                   + 'end_of_record\n' for sf, hits in records.items())
+
+
+def cov(records: Dict[str, Dict[int, int]]) -> Dict[str, gcov.FileCov]:
+    return gcov.parse_info(info(records))
+
+
+class HunkLinesTest(unittest.TestCase):
+    def test_a_changed_line_counts_by_its_number_before_the_patch(self) -> None:
+        self.assertEqual(mutant_guests.changed_lines(CHANGE), {'kernel/cpu.c': [2269]})
+        self.assertEqual(mutant_guests.hunks(CHANGE), [Hunk('kernel/cpu.c', (2269,), 2272)])
+
+    def test_a_pure_insertion_counts_by_the_line_it_follows(self) -> None:
+        # Inserted after line 850 (the blank line below 'return 0;').
+        self.assertEqual(mutant_guests.changed_lines(INSERTION), {'kernel/cpu.c': [850]})
+
+    def test_several_hunks_and_files(self) -> None:
+        self.assertEqual(mutant_guests.hunks(MULTI), [
+            Hunk('kernel/time/timekeeping.c', (981,), 984),
+            Hunk('kernel/cpu.c', (2546, 2549), 2552),
+            Hunk('kernel/cpu.c', (2601,), 2602)])
+        self.assertEqual(mutant_guests.changed_lines(MULTI),
+                         {'kernel/time/timekeeping.c': [981], 'kernel/cpu.c': [2546, 2549, 2601]})
+        self.assertEqual(mutant_guests.describe(mutant_guests.hunks(MULTI)),
+                         'kernel/time/timekeeping.c:981; kernel/cpu.c:2546,2549,2601')
+
+    def test_an_insertion_of_a_hunk_without_context(self) -> None:
+        """diff -U0: '@@ -5,0 +6,2 @@' inserts after line 5."""
+        patch = '--- a/k.c\n+++ b/k.c\n@@ -5,0 +6,2 @@\n+x;\n+y;\n@@ -9 +11 @@\n-a;\n+b;\n'
+        self.assertEqual(mutant_guests.changed_lines(patch), {'k.c': [5, 9]})
+
+    def test_every_mutant_of_the_repository_changes_a_profiled_line(self) -> None:
+        for patch in sorted((REPO / 'mutants').rglob('*.patch')):
+            lines = mutant_guests.changed_lines(patch.read_text())
+            self.assertTrue(lines, patch)
+            self.assertLessEqual(set(lines), set(gcov.FILES), patch)
+
+
+class GuestChoiceTest(unittest.TestCase):
+    CPU = str(ROOT / 'kernel/cpu.c')
+
+    def test_a_line_only_smt_reaches(self) -> None:
+        covs = {'flat': cov({self.CPU: {2269: 0, 2270: 5}}),
+                'smt': cov({self.CPU: {2269: 3}}),
+                'hotplug': cov({self.CPU: {2269: 0, 2270: 1}})}
+        self.assertEqual(mutant_guests.route(mutant_guests.hunks(CHANGE), covs, ROOT, ORDER),
+                         ['smt'])
+
+    def test_flat_first_then_make_coverages_order(self) -> None:
+        covs = {g: cov({self.CPU: {2269: 1}}) for g in reversed(ORDER)}
+        self.assertEqual(mutant_guests.route(mutant_guests.hunks(CHANGE), covs, ROOT, ORDER),
+                         list(ORDER))
+
+    def test_no_guest_reaches_it(self) -> None:
+        covs = {g: cov({self.CPU: {2269: 0}, str(ROOT / 'kernel/time/timekeeping.c'):
+                        {2269: 9}}) for g in ORDER}
+        hs = mutant_guests.hunks(CHANGE)
+        self.assertEqual(mutant_guests.route(hs, covs, ROOT, ORDER), [])
+        self.assertEqual(mutant_guests.road([]), 'none')
+
+    def test_sf_paths_of_a_tree_elsewhere(self) -> None:
+        """A tracefile of another cache (a CI machine): SF: ends in the file's path."""
+        covs = {'nosmt': cov({'/home/ci/.cache/cpuhp-kunit/linux-6.12.118/kernel/cpu.c':
+                              {2269: 2}})}
+        self.assertEqual(mutant_guests.route(mutant_guests.hunks(CHANGE), covs, ROOT, ORDER),
+                         ['nosmt'])
+
+    def test_a_line_lcov_does_not_instrument_stands_for_the_next_one(self) -> None:
+        """The insertion follows a blank line: the return below it is what runs."""
+        covs = {'flat': cov({self.CPU: {848: 4, 849: 2, 851: 0}}),
+                'hotplug': cov({self.CPU: {848: 4, 849: 0, 851: 2}}),
+                # Beyond the hunk (its last line is 853): not this change's code.
+                'smt': cov({self.CPU: {848: 1, 851: 0, 900: 7}})}
+        self.assertEqual(mutant_guests.route(mutant_guests.hunks(INSERTION), covs, ROOT, ORDER),
+                         ['hotplug'])
+
+
+class FreshnessTest(unittest.TestCase):
+    def setUp(self) -> None:
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = Path(tmp.name)
+        self.infos = {g: self.tmp / f'6.12-{g}' / 'coverage.info' for g in ('flat', 'smt')}
+
+    def tracefile(self, guest: str, count: int, sources: str) -> None:
+        path = self.infos[guest]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(info({str(ROOT / 'kernel/cpu.c'): {2269: count}}))
+        buildstamp.remember_coverage(path.parent, sources)
+
+    def fresh(self, run_guest: Any) -> Any:
+        with contextlib.redirect_stdout(io.StringIO()) as said:
+            covs, why = mutant_guests.fresh_coverage(self.infos, 'now', run_guest)
+        return covs, why, said.getvalue()
+
+    def test_fresh_tracefiles_are_read_as_they_are(self) -> None:
+        self.tracefile('flat', 1, 'now')
+        self.tracefile('smt', 0, 'now')
+        covs, why, said = self.fresh(lambda g: self.fail(f'{g} ran'))
+        self.assertEqual((why, said), ('', ''))
+        self.assertEqual(covs['flat'][str(ROOT / 'kernel/cpu.c')].line_hits, {2269: 1})
+
+    def test_stale_or_missing_tracefiles_are_made_again_and_said_so(self) -> None:
+        self.tracefile('flat', 0, 'before')      # made from other sources
+        ran: List[str] = []
+
+        def run_guest(g: str) -> int:
+            ran.append(g)
+            self.tracefile(g, 5, 'now')
+            return 0
+        covs, why, said = self.fresh(run_guest)
+        self.assertEqual((ran, why), (['flat', 'smt'], ''))
+        self.assertEqual(len(said.splitlines()), 1, said)
+        self.assertIn('flat (made from other sources than the tree holds now), smt (none yet)',
+                      said)
+        self.assertIn("running make coverage's run of each first", said)
+        self.assertEqual(mutant_guests.route(mutant_guests.hunks(CHANGE), covs, ROOT, ORDER),
+                         ['flat', 'smt'])
+
+    def test_a_tracefile_without_its_sources_stamp_is_stale(self) -> None:
+        self.tracefile('flat', 1, 'now')
+        (self.infos['flat'].parent / buildstamp.COVERAGE_STAMP).unlink()
+        self.assertEqual(mutant_guests.staleness(self.infos['flat'], 'now'),
+                         'no record of the sources it was made from')
+        self.assertEqual(mutant_guests.staleness(self.infos['smt'], 'now'), 'none yet')
+
+    def test_a_red_coverage_run_ends_it(self) -> None:
+        self.tracefile('flat', 1, 'now')
+        covs, why, said = self.fresh(lambda g: 1)
+        self.assertEqual(covs, {})
+        self.assertIn("make coverage's run of the smt guest, unmutated, is red (exit 1", why)
+        self.assertIn('smt (none yet)', said)
+
+
+if __name__ == '__main__':
+    unittest.main()
