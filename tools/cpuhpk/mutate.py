@@ -1,18 +1,22 @@
 """`make mutate`: apply each mutant to the cached tree, run the suites, restore.
 
 A mutant is a -p1 patch against the prepared tree whose first line is a
-'# ' comment naming the promise it breaks. Its run's verdict (verdict.json)
-says what became of it:
+'# ' comment naming the promise it breaks. It runs on the guests whose
+coverage reaches a line it changes (tools/cpuhpk/mutant_guests.py: flat,
+then smt, hotplug, nosmt, nosmt-force, as make coverage boots them), one
+after the other until one kills it; the first of them is its road. Its
+runs' verdicts (verdict.json) say what became of it:
 
-- killed          the run was red for a reason a test gives: a case failed or
+- killed          a run was red for a reason a test gives: a case failed or
                   crashed or went missing, a kernel report, the kernel hung
 - invalid         the mutant does not build: it proved nothing (compiler error quoted)
-- survived        the run was green
+- survived        the run on every guest was green
+- not-covered     no guest's coverage reaches a line it changes: no run could kill it
 - not-applicable  the patch does not apply to this tree: it never ran
 
 `make mutate` exits 0 only when every mutant was killed. The cache is locked
-for the whole set; a mutant is reversed only after its run (and everything
-the run started) has ended, also when make mutate is interrupted.
+for the whole set; a mutant is reversed only after its runs (and everything
+they started) have ended, also when make mutate is interrupted.
 """
 
 from __future__ import annotations
@@ -23,19 +27,20 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, junit, run, tree, usertree, verdict  # noqa: E402
+from cpuhpk import arch, junit, kunitcmd, mutant_guests, run, tree, usertree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
@@ -46,13 +51,29 @@ CHILD_GRACE = 60
 
 
 @dataclasses.dataclass
+class GuestRun:
+    guest: str          # the topology the mutant's kernel booted with
+    verdict: str        # killed, survived, invalid, error
+    by: str
+    seconds: float
+
+
+@dataclasses.dataclass
 class Outcome:
     mutant: str
-    verdict: str        # killed, survived, invalid, not-applicable, error
+    verdict: str        # killed, survived, invalid, not-covered, not-applicable, error
     by: str             # which cases (or what else) killed it, or why it did not count
     seconds: float
     promise: str
     detail: str = ''    # compiler error of an invalid mutant
+    road: str = ''      # the guest that first reaches it (mutant_guests.NO_ROAD: none)
+    lines: str = ''     # its changed lines, 'kernel/cpu.c:850'
+    runs: List[GuestRun] = dataclasses.field(default_factory=list)   # in order
+
+    @property
+    def guest(self) -> str:
+        """The guest whose run decided the verdict ('' when none ran)."""
+        return self.runs[-1].guest if self.runs else ''
 
 
 def promise(patch: Path) -> str:
@@ -95,6 +116,9 @@ def classify(name: str, out: Path, rc: int, seconds: float, text: str) -> Outcom
     return Outcome(name, 'killed', by, seconds, text)
 
 
+Runner = Callable[[Sequence[str], Dict[str, str]], int]
+
+
 def run_child(run_args: Sequence[str], env: Dict[str, str]) -> int:
     """run.py with @run_args under the cache's lock we hold; its exit status."""
     with subprocess.Popen([sys.executable, str(RUN_PY), *run_args], env=env,
@@ -115,23 +139,52 @@ def run_child(run_args: Sequence[str], env: Dict[str, str]) -> int:
             raise
 
 
-def run_one(patch: Path, t: tree.Tree, run_args: List[str], out: Path) -> Outcome:
-    started = time.monotonic()
+def run_one(patch: Path, t: tree.Tree, guests: Dict[str, List[str]], out: Path,
+            runner: Runner = run_child) -> Outcome:
+    """@patch applied, run on each of @guests in turn (topology: its run.py
+    arguments) until one run does not survive it, into @out/<topology>/."""
+    hs = mutant_guests.hunks(patch.read_text(errors='replace'))
+    lines, road = mutant_guests.describe(hs), mutant_guests.road(list(guests))
     check = tree.git(t.path, 'apply', '--check', str(patch.resolve()), check=False)
     if check.returncode != 0:
         return Outcome(patch.stem, 'not-applicable', check.stderr.strip().splitlines()[0]
                        if check.stderr.strip() else 'git apply --check failed', 0.0,
-                       promise(patch))
+                       promise(patch), road=road, lines=lines)
+    if not guests:
+        return Outcome(patch.stem, 'not-covered', f'no guest reaches {lines or "a changed line"}',
+                       0.0, promise(patch), road=road, lines=lines)
+    runs: List[GuestRun] = []
+    shutil.rmtree(out, ignore_errors=True)      # no guest's run of an earlier set
     tree.git(t.path, 'apply', str(patch.resolve()))
     try:
-        rc = run_child([*run_args, '--out', str(out)], dict(os.environ, CPUHP_KUNIT_DIRTY='1'))
+        for guest, run_args in guests.items():
+            started = time.monotonic()
+            rc = runner([*run_args, '--out', str(out / guest)],
+                        dict(os.environ, CPUHP_KUNIT_DIRTY='1'))
+            o = classify(patch.stem, out / guest, rc, time.monotonic() - started, promise(patch))
+            runs.append(GuestRun(guest, o.verdict, o.by, o.seconds))
+            if o.verdict != 'survived':
+                break
     finally:
         tree.git(t.path, 'apply', '-R', str(patch.resolve()))
-    return classify(patch.stem, out, rc, time.monotonic() - started, promise(patch))
+    return dataclasses.replace(o, seconds=sum(r.seconds for r in runs), road=road,
+                               lines=lines, runs=runs)
+
+
+# The verdicts that fail a mutant's testcase; the others but killed are errors.
+FAILING = ('survived', 'not-covered')
+
+
+def note(o: Outcome) -> str:
+    """What killed @o and on which guest, or why it did not count."""
+    if o.verdict == 'survived':
+        return 'green on ' + ', '.join(r.guest for r in o.runs)
+    return (f'on {o.guest}: ' if o.runs else '') + o.by
 
 
 def report_junit(outcomes: Sequence[Outcome]) -> ET.ElementTree:
-    """One testcase per mutant: killed passes, survived fails, the rest are errors."""
+    """One testcase per mutant: killed passes, survived and not covered
+    fail, the rest are errors."""
     top = ET.Element('testsuites')
     suite = ET.SubElement(top, 'testsuite', name='mutants')
     for o in outcomes:
@@ -139,15 +192,18 @@ def report_junit(outcomes: Sequence[Outcome]) -> ET.ElementTree:
                            time=f'{o.seconds:.1f}')
         if o.verdict == 'survived':
             ET.SubElement(tc, 'failure', message=junit.clean(f'survived: {o.promise}'))
+        elif o.verdict == 'not-covered':
+            ET.SubElement(tc, 'failure', message=junit.clean(f'not covered: {o.by}'))
         elif o.verdict != 'killed':
             ET.SubElement(tc, 'error', message=junit.clean(f'{o.verdict}: {o.by}')).text = \
                 junit.clean(o.detail) or None
         else:
-            ET.SubElement(tc, 'system-out').text = junit.clean(f'killed by {o.by}')
+            ET.SubElement(tc, 'system-out').text = junit.clean(
+                f'killed on the {o.guest} guest by {o.by}')
     for el in (suite, top):
         el.set('tests', str(len(outcomes)))
-        el.set('failures', str(sum(o.verdict == 'survived' for o in outcomes)))
-        el.set('errors', str(sum(o.verdict not in ('survived', 'killed') for o in outcomes)))
+        el.set('failures', str(sum(o.verdict in FAILING for o in outcomes)))
+        el.set('errors', str(sum(o.verdict not in (*FAILING, 'killed') for o in outcomes)))
     ET.indent(top)
     return ET.ElementTree(top)
 
@@ -173,6 +229,9 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations per run')
     run.add_tree_arguments(ap)
     args = ap.parse_args(argv)
+    if int(args.smp) % 2 and any(kunitcmd.two_threads(x) for x in arch.get(args.arch).topologies):
+        ap.error(f'make mutate may run a mutant on the SMT guests too (two threads per core): '
+                 f'SMP={args.smp} is odd')
     args.fixes = 0
     try:
         args.user = run.resolve_user(args)
@@ -302,29 +361,48 @@ def baseline(run_args: List[str], out: Path) -> Tuple[Optional[float], str]:
     return secs, ''
 
 
+def baseline_dir(base: Path, guest: str) -> Path:
+    """Where the unmutated run of @guest goes: baseline/, baseline-<topology>/."""
+    return base / ('baseline' if guest == 'flat' else f'baseline-{guest}')
+
+
 def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
     t = run.prepare_tree(args, args.user)
     run_args = ['--kver', args.kver, '--arch', args.arch, '--smp', args.smp,
-                '--filter', args.filter,
                 '--config', args.config, '--seed', args.seed,
                 '--stress-ops', args.stress_ops, '--strict', args.strict, '--no-coverage-report',
                 *run.tree_arguments(args)]
     base = out_base(args.kver, args.config, args.shard, args.user, args.arch)
-    secs, why = baseline(run_args, base / 'baseline')
-    if secs is None:
+    chosen, why = mutant_guests.routes(
+        patches, t, args, lambda g: run_child(
+            mutant_guests.coverage_arguments(args, g, BASELINE_TIMEOUT), dict(os.environ)))
+    if chosen is None:
         print(f'cpuhp-kunit: error: {why}', file=sys.stderr)
         return 1
-    timeout = int(args.timeout) if args.timeout else derived_timeout(secs)
-    print(f'cpuhp-kunit: the unmutated kernel is green, {secs:.0f} s in QEMU: a mutant run '
-          f'times out after {timeout} s' + ('' if args.timeout else
-                                              ' (twice that plus 30 s, at least 60 s)'),
-          flush=True)
-    run_args += ['--timeout', str(timeout)]
+    needed = [g for g in arch.get(args.arch).topologies if any(g in r for r in chosen.values())]
+    roads = [mutant_guests.road(r) for r in chosen.values()]
+    print('cpuhp-kunit: guests by coverage: ' + ', '.join(
+        [f'{roads.count(g)} mutant(s) first reached by {g}' for g in needed if roads.count(g)]
+        + [f'{roads.count(mutant_guests.NO_ROAD)} by none (not covered)']), flush=True)
+    guest_args: Dict[str, List[str]] = {}
+    for g in needed:
+        g_args = [*run_args, '--topology', g,
+                  '--filter', mutant_guests.guest_filter(args.filter, g)]
+        secs, why = baseline(g_args, baseline_dir(base, g))
+        if secs is None:
+            print(f'cpuhp-kunit: error: the {g} guest: {why}', file=sys.stderr)
+            return 1
+        timeout = int(args.timeout) if args.timeout else derived_timeout(secs)
+        print(f'cpuhp-kunit: the unmutated kernel is green on the {g} guest, {secs:.0f} s in '
+              f'QEMU: a mutant run there times out after {timeout} s' + (
+                  '' if args.timeout else ' (twice that plus 30 s, at least 60 s)'), flush=True)
+        guest_args[g] = [*g_args, '--timeout', str(timeout)]
     outcomes: List[Outcome] = []
     for patch in patches:
-        o = run_one(patch, t, run_args, base / patch.stem)
+        o = run_one(patch, t, {g: guest_args[g] for g in chosen[patch]}, base / patch.stem)
         outcomes.append(o)
-        print(f'{o.mutant:45} {o.verdict:15} {o.seconds:5.0f}s  {o.by}', flush=True)
+        print(f'{o.mutant:45} {o.verdict:15} {o.seconds:5.0f}s  {o.road:11} {note(o)}',
+              flush=True)
         if o.detail:
             print('\n'.join(f'    {ln}' for ln in o.detail.splitlines()[:10]), flush=True)
     return report(outcomes, base, {'kver': args.kver, 'arch': args.arch, 'config': args.config,
@@ -341,7 +419,7 @@ def report(outcomes: Sequence[Outcome], base: Path, context: Dict[str, object]) 
     """
     table = ['| mutant | promise broken | verdict | killed by / why not | seconds |',
              '|---|---|---|---|---|']
-    table += [f'| {o.mutant} | {o.promise} | {o.verdict} | {o.by} | {o.seconds:.0f} |'
+    table += [f'| {o.mutant} | {o.promise} | {o.verdict} | {note(o)} | {o.seconds:.0f} |'
               for o in outcomes]
     base.mkdir(parents=True, exist_ok=True)
     (base / 'report.md').write_text('\n'.join(table) + '\n')
@@ -349,9 +427,12 @@ def report(outcomes: Sequence[Outcome], base: Path, context: Dict[str, object]) 
         {**context, 'outcomes': [dataclasses.asdict(o) for o in outcomes]}, indent=1) + '\n')
     report_junit(outcomes).write(base / 'junit.xml', encoding='utf-8', xml_declaration=True)
     counts = {k: sum(o.verdict == k for o in outcomes)
-              for k in ('killed', 'survived', 'invalid', 'not-applicable', 'error')}
+              for k in ('killed', 'survived', 'not-covered', 'invalid', 'not-applicable', 'error')}
+    uncovered = [o.mutant for o in outcomes if o.verdict == 'not-covered']
     print(f'cpuhp-kunit: mutants: {counts["killed"]}/{len(outcomes)} killed, '
-          f'{counts["survived"]} survived, {counts["invalid"]} invalid (do not build), '
+          f'{counts["survived"]} survived, {counts["not-covered"]} not covered'
+          + (f' ({", ".join(uncovered)})' if uncovered else '')
+          + f', {counts["invalid"]} invalid (do not build), '
           f'{counts["not-applicable"]} not applicable, {counts["error"]} run errors; '
           f'table in {base / "report.md"}')
     return 0 if counts['killed'] == len(outcomes) else 1

@@ -1,16 +1,19 @@
 """make mutate's guests by coverage (cpuhpk.mutant_guests): a mutant's changed
-lines, the guests whose tracefile reaches them, the tracefiles' freshness."""
+lines, the guests whose tracefile reaches them, the tracefiles' freshness,
+the runs until one kills it (cpuhpk.mutate.run_one)."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import tempfile
 import unittest
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
+from unittest import mock
 
-from cpuhpk import buildstamp, gcov, mutant_guests
+from cpuhpk import buildstamp, gcov, mutant_guests, mutate, run, tree, verdict
 from cpuhpk.mutant_guests import Hunk
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,6 +220,143 @@ class FreshnessTest(unittest.TestCase):
         self.assertEqual(covs, {})
         self.assertIn("make coverage's run of the smt guest, unmutated, is red (exit 1", why)
         self.assertIn('smt (none yet)', said)
+
+
+def tiny_tree(root: Path) -> Path:
+    linux = root / 'linux'
+    (linux / 'kernel').mkdir(parents=True)
+    (linux / 'a.c').write_text('int a;\n')
+    (linux / 'kernel' / 'cpu.c').write_text(''.join(f'int l{n};\n' for n in range(1, 11)))
+    tree.git(linux, 'init', '-q')
+    tree.git(linux, 'add', '-A')
+    tree.git(linux, 'commit', '-q', '-m', 'baseline')
+    return linux
+
+
+MUTANT = '''# l5 is six
+--- a/kernel/cpu.c
++++ b/kernel/cpu.c
+@@ -4,3 +4,3 @@
+ int l4;
+-int l5;
++int l6;
+ int l6;
+'''
+
+
+class RunUntilKilledTest(unittest.TestCase):
+    def setUp(self) -> None:
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        self.tmp = Path(tmp.name)
+        self.linux = tiny_tree(self.tmp)
+        self.t = tree.Tree(kver='9.9', package='9.9.1-1', version='9.9.1', path=self.linux)
+        self.patch = self.tmp / 'm.patch'
+        self.patch.write_text(MUTANT)
+        self.ran: List[str] = []
+
+    def runner(self, red: Dict[str, verdict.Problem]) -> mutate.Runner:
+        """A run.py that writes the verdict @red names for its topology (green otherwise)."""
+        def run(args: Sequence[str], env: Dict[str, str]) -> int:
+            guest = args[list(args).index('--topology') + 1]
+            self.ran.append(guest)
+            self.assertIn('int l6;\nint l6;', (self.linux / 'kernel' / 'cpu.c').read_text())
+            out = Path(args[list(args).index('--out') + 1])
+            out.mkdir(parents=True)
+            problems = [red[guest]] if guest in red else []
+            verdict.write_json(out / 'verdict.json', verdict.Verdict(problems=problems), {})
+            return 1 if problems else 0
+        return run
+
+    def run_one(self, red: Dict[str, verdict.Problem], guests: Sequence[str]) -> mutate.Outcome:
+        o = mutate.run_one(self.patch, self.t, {g: ['--topology', g] for g in guests},
+                           self.tmp / 'out', self.runner(red))
+        self.assertEqual((self.linux / 'kernel' / 'cpu.c').read_text().count('int l5;'), 1)
+        return o
+
+    def test_the_guests_in_order_until_one_kills_it(self) -> None:
+        o = self.run_one({'smt': verdict.Problem('failed', 'cpuhp_sysfs.smt_control', 'x'),
+                          'hotplug': verdict.Problem('timeout', '', 'hung')},
+                         ['flat', 'smt', 'hotplug'])
+        self.assertEqual(self.ran, ['flat', 'smt'])
+        self.assertEqual((o.verdict, o.by, o.guest, o.road), ('killed', 'cpuhp_sysfs.smt_control',
+                                                               'smt', 'flat'))
+        self.assertEqual([(r.guest, r.verdict) for r in o.runs],
+                         [('flat', 'survived'), ('smt', 'killed')])
+        self.assertEqual(o.lines, 'kernel/cpu.c:5')
+        self.assertTrue((self.tmp / 'out' / 'smt' / 'verdict.json').is_file())
+        self.assertEqual(mutate.note(o), 'on smt: cpuhp_sysfs.smt_control')
+
+    def test_survived_on_every_guest(self) -> None:
+        o = self.run_one({}, ['smt', 'nosmt'])
+        self.assertEqual(self.ran, ['smt', 'nosmt'])
+        self.assertEqual((o.verdict, o.road), ('survived', 'smt'))
+        self.assertEqual(mutate.note(o), 'green on smt, nosmt')
+
+    def test_a_mutant_that_does_not_build_runs_nowhere_else(self) -> None:
+        o = self.run_one({'flat': verdict.Problem('build', '', 'the kernel did not build')},
+                         ['flat', 'smt'])
+        self.assertEqual((self.ran, o.verdict), (['flat'], 'invalid'))
+
+    def test_not_covered_runs_nowhere(self) -> None:
+        o = self.run_one({}, [])
+        self.assertEqual((self.ran, o.verdict, o.road), ([], 'not-covered', 'none'))
+        self.assertEqual(o.by, 'no guest reaches kernel/cpu.c:5')
+
+
+class EachGuestsBaselineTest(unittest.TestCase):
+    def test_each_guest_a_mutant_needs_gets_its_own_baseline_and_timeout(self) -> None:
+        args = argparse.Namespace(kver='6.12', arch='x86_64', smp='4', config='default',
+                                  seed='0', stress_ops='0', strict='0', filter='', timeout='',
+                                  shard='', total=3, user=None)
+        patches = [Path('a.patch'), Path('b.patch'), Path('c.patch')]
+        chosen = {patches[0]: ['flat', 'nosmt'], patches[1]: ['nosmt'], patches[2]: []}
+        baselines: List[str] = []
+        guests: Dict[str, Dict[str, List[str]]] = {}
+
+        def baseline(run_args: List[str], out: Path) -> Any:
+            baselines.append(out.name)
+            self.assertNotIn('--timeout', run_args)
+            return {'baseline': 20.0, 'baseline-nosmt': 50.0}[out.name], ''
+
+        def run_one(patch: Path, t: Any, g: Dict[str, List[str]], out: Path) -> mutate.Outcome:
+            guests[patch.stem] = g
+            return mutate.Outcome(patch.stem, 'killed' if g else 'not-covered', 'x', 1.0, 'p',
+                                  road=mutant_guests.road(list(g)))
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(run, 'prepare_tree'), \
+                mock.patch.object(mutate, 'out_base', return_value=Path(tmp)), \
+                mock.patch.object(mutant_guests, 'routes', return_value=(chosen, '')), \
+                mock.patch.object(mutate, 'baseline', side_effect=baseline), \
+                mock.patch.object(mutate, 'run_one', side_effect=run_one), \
+                contextlib.redirect_stdout(io.StringIO()) as said:
+            rc = mutate.mutate(args, patches)
+        self.assertEqual(rc, 1)         # c is not covered
+        self.assertEqual(baselines, ['baseline', 'baseline-nosmt'])
+        self.assertEqual(list(guests['a']), ['flat', 'nosmt'])
+        self.assertEqual(guests['c'], {})
+
+        def opt(run_args: List[str], name: str) -> str:
+            return run_args[run_args.index(name) + 1]
+        self.assertEqual([(opt(a, '--topology'), opt(a, '--filter'), opt(a, '--timeout'))
+                          for a in guests['a'].values()],
+                         [('flat', '', '70'), ('nosmt', 'cpuhp_sysfs.*', '130')])
+        self.assertIn('guests by coverage: 1 mutant(s) first reached by flat, 1 mutant(s) first '
+                      'reached by nosmt, 1 by none (not covered)', said.getvalue())
+
+
+class ReportTest(unittest.TestCase):
+    @staticmethod
+    def oc(name: str, v: str, road: str) -> mutate.Outcome:
+        runs = [] if v == 'not-covered' else [mutate.GuestRun(road, v, 'c.x', 2.0)]
+        return mutate.Outcome(name, v, 'c.x', 2.0, 'p', road=road, runs=runs)
+
+    def test_not_covered_alone_fails_make_mutate(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(mutate.report([self.oc('a', 'killed', 'flat')], Path(tmp), {}), 0)
+            self.assertEqual(mutate.report([self.oc('a', 'killed', 'flat'),
+                                            self.oc('d', 'not-covered', 'none')], Path(tmp), {}),
+                             1)
 
 
 if __name__ == '__main__':

@@ -713,7 +713,7 @@ class MutantTest(unittest.TestCase):
             patch = Path(tmp) / 'm.patch'
             patch.write_text('# breaks b\n--- a/b.c\n+++ b/b.c\n@@ -1 +1 @@\n-int b;\n+int c;\n')
             t = tree.Tree(kver='9.9', package='9.9.1-1', version='9.9.1', path=linux)
-            outcome = mutate.run_one(patch, t, [], Path(tmp) / 'out')
+            outcome = mutate.run_one(patch, t, {'flat': []}, Path(tmp) / 'out')
             self.assertEqual(outcome.verdict, 'not-applicable')
             self.assertEqual(outcome.promise, 'breaks b')
 
@@ -752,7 +752,7 @@ class MutantTest(unittest.TestCase):
                     signal.setitimer(signal.ITIMER_REAL, 1.0)
                     with self.assertRaises(KeyboardInterrupt):
                         try:
-                            mutate.run_one(patch, t, [], Path(tmp) / 'out')
+                            mutate.run_one(patch, t, {'flat': []}, Path(tmp) / 'out')
                         finally:
                             signal.setitimer(signal.ITIMER_REAL, 0)
             finally:
