@@ -175,6 +175,11 @@ def run_one(patch: Path, t: tree.Tree, guests: Dict[str, List[str]], out: Path,
 FAILING = ('survived', 'not-covered')
 
 
+def guests_run(o: Outcome) -> str:
+    """'flat survived 41 s, smt killed 55 s': the guests that ran @o, in order."""
+    return ', '.join(f'{r.guest} {r.verdict} {r.seconds:.0f} s' for r in o.runs)
+
+
 def note(o: Outcome) -> str:
     """What killed @o and on which guest, or why it did not count."""
     if o.verdict == 'survived':
@@ -188,18 +193,19 @@ def report_junit(outcomes: Sequence[Outcome]) -> ET.ElementTree:
     top = ET.Element('testsuites')
     suite = ET.SubElement(top, 'testsuite', name='mutants')
     for o in outcomes:
-        tc = ET.SubElement(suite, 'testcase', classname='mutants', name=o.mutant,
-                           time=f'{o.seconds:.1f}')
+        tc = ET.SubElement(suite, 'testcase', classname=f'mutants.{o.road or "none"}',
+                           name=o.mutant, time=f'{o.seconds:.1f}')
+        ran = f' (guests run: {guests_run(o)})' if o.runs else ''
         if o.verdict == 'survived':
-            ET.SubElement(tc, 'failure', message=junit.clean(f'survived: {o.promise}'))
+            ET.SubElement(tc, 'failure', message=junit.clean(f'survived: {o.promise}{ran}'))
         elif o.verdict == 'not-covered':
             ET.SubElement(tc, 'failure', message=junit.clean(f'not covered: {o.by}'))
         elif o.verdict != 'killed':
-            ET.SubElement(tc, 'error', message=junit.clean(f'{o.verdict}: {o.by}')).text = \
+            ET.SubElement(tc, 'error', message=junit.clean(f'{o.verdict}: {o.by}{ran}')).text = \
                 junit.clean(o.detail) or None
         else:
             ET.SubElement(tc, 'system-out').text = junit.clean(
-                f'killed on the {o.guest} guest by {o.by}')
+                f'killed on the {o.guest} guest by {o.by}{ran}')
     for el in (suite, top):
         el.set('tests', str(len(outcomes)))
         el.set('failures', str(sum(o.verdict in FAILING for o in outcomes)))
@@ -410,22 +416,48 @@ def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
                                    'total': args.total})
 
 
+# The columns of the per-road counts; 'other': not applicable, run errors.
+ROAD_COLUMNS = ('killed', 'survived', 'not-covered', 'invalid', 'other')
+
+
+def road_counts(outcomes: Sequence[Outcome]) -> Dict[str, Dict[str, int]]:
+    """Per road (the guest that first reaches a mutant, in make coverage's
+    order, then mutant_guests.NO_ROAD), how many mutants of each verdict."""
+    order = [*kunitcmd.TOPOLOGIES, mutant_guests.NO_ROAD]
+    counts: Dict[str, Dict[str, int]] = {}
+    for o in sorted(outcomes, key=lambda o: order.index(o.road) if o.road in order
+                    else len(order)):
+        row = counts.setdefault(o.road or mutant_guests.NO_ROAD, dict.fromkeys(ROAD_COLUMNS, 0))
+        row[o.verdict if o.verdict in ROAD_COLUMNS else 'other'] += 1
+    return counts
+
+
 def report(outcomes: Sequence[Outcome], base: Path, context: Dict[str, object]) -> int:
-    """report.md, report.json, junit.xml and the last line; make mutate's exit status.
+    """report.md, report.json, junit.xml and the last lines; make mutate's exit status.
 
     report.json is what make merge-results reads: @context (kver, config,
-    strict, shard and total: the number of mutants before sharding) and
-    every outcome.
+    strict, shard and total: the number of mutants before sharding), the
+    counts per road and every outcome.
     """
-    table = ['| mutant | promise broken | verdict | killed by / why not | seconds |',
-             '|---|---|---|---|---|']
-    table += [f'| {o.mutant} | {o.promise} | {o.verdict} | {note(o)} | {o.seconds:.0f} |'
-              for o in outcomes]
+    table = ['| mutant | promise broken | road | guests run | verdict | killed by / why not '
+             '| seconds |', '|---|---|---|---|---|---|---|']
+    table += [f'| {o.mutant} | {o.promise} | {o.road} | {guests_run(o) or "-"} | {o.verdict} | '
+              f'{note(o)} | {o.seconds:.0f} |' for o in outcomes]
+    roads = road_counts(outcomes)
+    table += ['', '| road | ' + ' | '.join(c.replace('-', ' ') for c in ROAD_COLUMNS) + ' |',
+              '|---|' + '---|' * len(ROAD_COLUMNS)]
+    table += [f'| {r} | ' + ' | '.join(str(row[c]) for c in ROAD_COLUMNS) + ' |'
+              for r, row in roads.items()]
     base.mkdir(parents=True, exist_ok=True)
     (base / 'report.md').write_text('\n'.join(table) + '\n')
     (base / 'report.json').write_text(json.dumps(
-        {**context, 'outcomes': [dataclasses.asdict(o) for o in outcomes]}, indent=1) + '\n')
+        {**context, 'roads': roads, 'outcomes': [dataclasses.asdict(o) for o in outcomes]},
+        indent=1) + '\n')
     report_junit(outcomes).write(base / 'junit.xml', encoding='utf-8', xml_declaration=True)
+    for r, row in roads.items():
+        print(f'cpuhp-kunit: road {r}: {row["killed"]} killed, {row["survived"]} survived, '
+              f'{row["not-covered"]} not covered, {row["invalid"]} invalid, '
+              f'{row["other"]} other')
     counts = {k: sum(o.verdict == k for o in outcomes)
               for k in ('killed', 'survived', 'not-covered', 'invalid', 'not-applicable', 'error')}
     uncovered = [o.mutant for o in outcomes if o.verdict == 'not-covered']

@@ -1,12 +1,14 @@
 """make mutate's guests by coverage (cpuhpk.mutant_guests): a mutant's changed
 lines, the guests whose tracefile reaches them, the tracefiles' freshness,
-the runs until one kills it (cpuhpk.mutate.run_one)."""
+the runs until one kills it (cpuhpk.mutate.run_one) and the counts per road."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
+import json
 import tempfile
 import unittest
 from pathlib import Path
@@ -17,6 +19,7 @@ from cpuhpk import buildstamp, gcov, mutant_guests, mutate, run, tree, verdict
 from cpuhpk.mutant_guests import Hunk
 
 REPO = Path(__file__).resolve().parents[2]
+junitparser: Any = importlib.import_module('junitparser')
 ORDER = ('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force')
 ROOT = Path('/cache/linux-6.12.118')
 
@@ -350,6 +353,36 @@ class ReportTest(unittest.TestCase):
     def oc(name: str, v: str, road: str) -> mutate.Outcome:
         runs = [] if v == 'not-covered' else [mutate.GuestRun(road, v, 'c.x', 2.0)]
         return mutate.Outcome(name, v, 'c.x', 2.0, 'p', road=road, runs=runs)
+
+    def test_counts_per_road(self) -> None:
+        outcomes = [self.oc('a', 'killed', 'smt'), self.oc('b', 'killed', 'flat'),
+                    self.oc('c', 'survived', 'flat'), self.oc('d', 'not-covered', 'none'),
+                    self.oc('e', 'invalid', 'hotplug'), self.oc('f', 'killed', 'flat'),
+                    self.oc('g', 'error', 'smt')]
+        zero = dict.fromkeys(mutate.ROAD_COLUMNS, 0)
+        self.assertEqual(mutate.road_counts(outcomes), {
+            'flat': {**zero, 'killed': 2, 'survived': 1},
+            'smt': {**zero, 'killed': 1, 'other': 1},
+            'hotplug': {**zero, 'invalid': 1},
+            'none': {**zero, 'not-covered': 1}})
+        with tempfile.TemporaryDirectory() as tmp, \
+                contextlib.redirect_stdout(io.StringIO()) as said:
+            rc = mutate.report(outcomes, Path(tmp), {'kver': '6.12'})
+            md = (Path(tmp) / 'report.md').read_text()
+            data = json.loads((Path(tmp) / 'report.json').read_text())
+            xml = junitparser.JUnitXml.fromfile(str(Path(tmp) / 'junit.xml'))
+        self.assertEqual(rc, 1)
+        self.assertIn('| flat | 2 | 1 | 0 | 0 | 0 |', md)
+        self.assertIn('| none | 0 | 0 | 1 | 0 | 0 |', md)
+        self.assertIn('| a | p | smt | smt killed 2 s | killed | on smt: c.x | 2 |', md)
+        self.assertEqual(data['roads']['smt']['killed'], 1)
+        self.assertEqual(data['outcomes'][0]['runs'][0]['guest'], 'smt')
+        lines = said.getvalue().splitlines()
+        self.assertIn('cpuhp-kunit: road flat: 2 killed, 1 survived, 0 not covered, 0 invalid, '
+                      '0 other', lines)
+        self.assertIn('3/7 killed, 1 survived, 1 not covered (d), 1 invalid', lines[-1])
+        failed = {c.name: type(c.result[0]).__name__ for s in xml for c in s if c.result}
+        self.assertEqual(failed, {'c': 'Failure', 'd': 'Failure', 'e': 'Error', 'g': 'Error'})
 
     def test_not_covered_alone_fails_make_mutate(self) -> None:
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
