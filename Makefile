@@ -114,7 +114,7 @@ help:
 	@echo '  coverage     run on the default kernel, flat, SMT, hot-add and nosmt guests + merged coverage gate + selftest anchor -> out/$(KVER)[-smt|-hotplug|-nosmt|-nosmt-force]/'
 	@echo '  judge        the verdict of a console log: make judge CONSOLE=file -> out/judge/'
 	@echo '  reports      provoke real kernel reports with LKDTM, judge them -> out/reports/ (RECORD=1: into tools/tests/data/reports/)'
-	@echo '  mutate       apply each $$MUTANTS/*.patch, run the suites, report killed/survived'
+	@echo '  mutate       apply each $$MUTANTS/*.patch, run it on the guests whose coverage reaches it until one kills it, report killed/survived/not covered per road'
 	@echo '  bench        warm times and the build ratio to kunit.py; PARTS="warm ratio options cold" (tools/bench.sh)'
 	@echo '  checkpatch   scripts/checkpatch.pl --strict on kunit/ and src/$(KVER)/'
 	@echo '  finding-mails  the reports of FINDINGS as plain-text mails with their fix as a patch, To/Cc from get_maintainer.pl -> out/finding-mails/$(KVER)/'
@@ -204,8 +204,11 @@ coverage:
 	$(PYTHON) tools/cpuhpk/coverage.py --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --timeout '$(TIMEOUT)' \
 		--seed '$(SEED)' --stress-ops '$(STRESS_OPS)' $(TREE_ARGS)
 
-# A mutant's run times out after a limit derived from the unmutated run's
-# (tools/cpuhpk/mutate.py); TIMEOUT= given to make replaces it.
+# A mutant runs on the guests whose coverage (make coverage's tracefiles,
+# made first when missing or stale) reaches a line it changes, until one
+# kills it; its run on a guest times out after a limit derived from the
+# unmutated run's there (tools/cpuhpk/mutate.py); TIMEOUT= given to make
+# replaces it.
 mutate:
 	$(PYTHON) tools/cpuhpk/mutate.py --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --filter '$(FILTER)' \
 		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)' \
