@@ -499,7 +499,8 @@ static void crosststamp_before_current_interval(struct kunit *test)
 	ret = tk_crosststamp(&dev, &after, &xt);
 	KUNIT_EXPECT_EQ_MSG(test, ret, -EINVAL,
 			    "a history that begins after the value (and after the interval start) cannot interpolate it: got monoraw %lld ns, %lld ns from the interpolation against a history before it",
-			    ktime_to_ns(xt.sys_monoraw), ktime_to_ns(ktime_sub(xt.sys_monoraw, good)));
+			    ktime_to_ns(xt.sys_monoraw),
+			    ktime_to_ns(ktime_sub(xt.sys_monoraw, good)));
 }
 
 static struct kunit_case timekeeping_crosststamp_clock_cases[] = {

@@ -45,7 +45,7 @@ class PlanTest(unittest.TestCase):
 
     def test_the_plan_of_6_12_names_every_patch_and_source(self) -> None:
         plan = seriesplan.read_plan(self.src)
-        self.assertEqual([s.name for s in plan.series], ['cpu-hotplug'])
+        self.assertEqual([s.name for s in plan.series], ['cpu-hotplug', 'timekeeping'])
         self.assertTrue(plan.drop_compat)
         self.assertEqual(len(plan.harness), 1)
         self.assertIn('gcov', (self.src / plan.harness[0]).read_text())
