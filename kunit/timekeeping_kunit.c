@@ -37,9 +37,7 @@
  */
 
 #include <kunit/test.h>
-#ifdef CPUHP_KUNIT_HARNESS
 #include <linux/version.h>
-#endif
 
 /* timestamp_in_interval() */
 
@@ -291,7 +289,6 @@ struct tk_dev {
 	u64 cycles;
 };
 
-#ifdef CPUHP_KUNIT_HARNESS
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 10, 0)
 /* Before 6.10 a counter value names its clocksource by pointer. */
 static struct clocksource tk_not_registered = { .name = "not registered" };
@@ -303,29 +300,6 @@ static bool tk_tag(struct system_counterval_t *counter, enum tk_counter which,
 		      which == TK_COUNTER_OTHER ? &tk_not_registered : cs;
 	return true;
 }
-#else
-/*
- * Names @which clocksource in @counter, the current one being @cs; false
- * when none can be named: @cs has no ID, or there is no other ID.
- */
-static bool tk_tag(struct system_counterval_t *counter, enum tk_counter which,
-		   struct clocksource *cs)
-{
-	struct clocksource_base *base = READ_ONCE(cs->base);
-	enum clocksource_ids id = CSID_GENERIC;
-
-	if (which == TK_COUNTER_OTHER) {
-		for (id = CSID_GENERIC + 1; id < CSID_MAX; id++)
-			if (id != cs->id && (!base || id != base->id))
-				break;
-	} else if (which != TK_COUNTER_NONE) {
-		id = cs->id;
-	}
-	counter->cs_id = id;
-	counter->use_nsecs = false;
-	return which == TK_COUNTER_NONE || (id != CSID_GENERIC && id != CSID_MAX);
-}
-#endif
 #else
 /*
  * Names @which clocksource in @counter, the current one being @cs; false

@@ -509,7 +509,7 @@ def install_kunit(tree: Path, kunit: Path) -> None:
         (tree / stale).unlink(missing_ok=True)
     for rel, name in entries.items():
         source = (kunit / name).read_text()
-        if HARNESS_MACRO in source:
+        if HARNESS_MACRO in source or PART_MACRO in source:
             try:
                 source = harness_view(source, True)
             except PrepareError as e:

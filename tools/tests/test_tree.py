@@ -191,6 +191,15 @@ class SeriesTest(unittest.TestCase):
         tree.install_kunit(self.tree, self.repo / 'kunit')
         self.assertFalse((self.tree / 'b' / 'compat.h').exists())
 
+    def test_parts_installed_without_harness_blocks(self) -> None:
+        # A posted suite's later part is the harness's too, also in a source
+        # with no harness block: installed with the directives resolved.
+        (self.repo / 'kunit' / 't_kunit.c').write_text(
+            'int a;\n#ifdef CPUHP_KUNIT_PART_more\nint b;\n#endif\n')
+        (self.repo / 'kunit' / 'MANIFEST').write_text('t_kunit.c k/t_kunit.c\n')
+        tree.install_kunit(self.tree, self.repo / 'kunit')
+        self.assertEqual((self.tree / 'k' / 't_kunit.c').read_text(), 'int a;\nint b;\n')
+
     def test_manifest_errors(self) -> None:
         for text, what in (('x.c\n', 'expected'), ('x.c /abs/x.c\n', 'expected'),
                            ('missing.c a/missing.c\n', 'does not exist'),
