@@ -83,11 +83,12 @@ ADDED_HOTPLUG_DISABLED['cpuhp_install'] = ['cpuhp_install_cpu_at_the_state',
                                            'cpuhp_install_cpu_at_the_multi_state']
 # 2026-12-07: the cross-timestamp arithmetic and the current clocksource.
 ADDED_HOTPLUG_DISABLED['timekeeping_crosststamp_interp'] = [
-    'crosststamp_in_interval', 'crosststamp_interpolation',
-    'crosststamp_interpolation_clock_set', 'crosststamp_interpolation_overflow']
+    'timestamp_in_interval_bounds', 'adjust_historical_crosststamp_linear',
+    'adjust_historical_crosststamp_clock_set', 'adjust_historical_crosststamp_overflow']
 ADDED_HOTPLUG_DISABLED['timekeeping_crosststamp_clock'] = [
     'crosststamp_no_clocksource', 'crosststamp_other_clocksource',
-    'crosststamp_in_current_interval', 'crosststamp_before_current_interval']
+    'crosststamp_in_current_interval', 'crosststamp_before_current_interval',
+    'crosststamp_history_in_current_interval']
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
     s: ADDED_HISTORY_PATH.get(s, []) + ADDED_HOTPLUG_DISABLED.get(s, [])
     for s in {**ADDED_HISTORY_PATH, **ADDED_HOTPLUG_DISABLED}}
