@@ -391,7 +391,10 @@ def check_clean(tree: Path) -> None:
         else:
             raise PrepareError(
                 f'the cached tree {tree} is not what src/<KVER>/series makes of the baseline: '
-                f"{what}; export them with 'tools/export-series.sh <KVER>' (then rerun), or drop "
+                f"{what}; export them with "
+                + ("git format-patch into src/<KVER>/fixes/ (this is FIXES=1's tree)"
+                   if tree.name.endswith('-fixes') else "'tools/export-series.sh <KVER>'")
+                + " (then rerun), or drop "
                 "them with "
                 f"'git -C {tree} reset --hard {want[:12]}', or set CPUHP_KUNIT_DIRTY=1 "
                 'to test them')

@@ -93,6 +93,15 @@ class SeriesTest(unittest.TestCase):
         self.assertIn('reset --hard', msg)
         with mock.patch.dict(os.environ, {'CPUHP_KUNIT_DIRTY': '1'}), mock.patch('sys.stdout'):
             tree.check_clean(self.tree)
+        # FIXES=1's clone: export-series.sh does not export fixes
+        fixes = self.tree.with_name(self.tree.name + '-fixes')
+        self.tree.rename(fixes)
+        with mock.patch.dict(os.environ, {'CPUHP_KUNIT_DIRTY': ''}):
+            with self.assertRaises(tree.PrepareError) as cm:
+                tree.check_clean(fixes)
+        self.assertIn('src/<KVER>/fixes/', str(cm.exception))
+        self.assertNotIn('export-series.sh', str(cm.exception))
+        fixes.rename(self.tree)
 
     def test_half_applied_series_is_reapplied(self) -> None:
         # An old stamp without the HEAD it produced (or a run killed half-way)
