@@ -425,9 +425,15 @@ def results_text(kver: str, s: seriesplan.Series, version: str) -> str:
     return '\n'.join(lines)
 
 
+def cpus(s: seriesplan.Series, smp: int = 4) -> int:
+    """The CPUs @s's tests run with: its plan's, else @smp."""
+    return s.cpus or smp
+
+
 def run_command(s: seriesplan.Series, smp: int = 4) -> str:
+    n = cpus(s, smp)
     return (f"./tools/testing/kunit/kunit.py run --kunitconfig={s.kunitconfig} "
-            f"--arch=x86_64 --qemu_args='-smp {smp}'")
+            "--arch=x86_64" + (f" --qemu_args='-smp {n}'" if n > 1 else ''))
 
 
 def base_text(kver: str, package: str, version: str, tree_id: str) -> str:
@@ -765,7 +771,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 report.add(what, False, 'kunit.py ' + (
                     'did not end' if killed is not None else f'left no console (exit {rc})'))
                 continue
-            verdict_rc = run.main(judge_args(console, kver, smp, s.filter, dest, any(
+            verdict_rc = run.main(judge_args(console, kver, cpus(s, smp), s.filter, dest, any(
                 p.startswith('fixes/') for p, _ in s.patches)))
             v, _ = verdict.read_json(dest / 'verdict.json')
             passed, failed, skipped, known = v.closing_counts()

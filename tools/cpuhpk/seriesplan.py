@@ -61,6 +61,7 @@ class Series:
     kunitconfig: str = ''
     filter: str = ''
     covers: str = ''
+    cpus: int = 0           # QEMU's CPUs in the cover letter's command; 0: the default
     patches: List[Tuple[str, List[str]]] = field(default_factory=list)
 
 
@@ -114,6 +115,8 @@ def read_plan(src: Path) -> Plan:
             plan.not_posted_sources[name] = why
         elif cur is not None and key in ('title', 'kunitconfig', 'filter', 'covers') and rest:
             setattr(cur, key, rest.strip())
+        elif cur is not None and key == 'cpus' and rest.strip().isdigit() and int(rest) > 0:
+            cur.cpus = int(rest)
         elif cur is not None and key == 'patch' and rest:
             name, *files = rest.split()
             if not patch_path(src, name).is_file():

@@ -55,6 +55,18 @@ class PlanTest(unittest.TestCase):
         patches = [p for p, _ in plan.series[0].patches]
         self.assertEqual([p.split('/')[0] for p in patches][:2], ['fixes', 'fixes'])
 
+    def test_cpus_of_the_cover_letters_command(self) -> None:
+        plan = seriesplan.read_plan(self.src)
+        hotplug, timekeeping = plan.series
+        # the hotplug cases need a second CPU; the timekeeping ones one
+        self.assertIn("--qemu_args='-smp 4'", series.run_command(hotplug))
+        self.assertEqual(timekeeping.cpus, 1)
+        self.assertNotIn('--qemu_args', series.run_command(timekeeping))
+        self.assertEqual(series.cpus(timekeeping, 4), 1)
+        self.plan.write_text(self.plan.read_text().replace('cpus 1', 'cpus none'))
+        with self.assertRaises(seriesplan.SeriesError):
+            seriesplan.read_plan(self.src)
+
     def test_a_patch_in_no_series_is_refused(self) -> None:
         text = self.plan.read_text()
         self.plan.write_text('\n'.join(ln for ln in text.splitlines()
