@@ -55,6 +55,19 @@ class PlanTest(unittest.TestCase):
         patches = [p for p, _ in plan.series[0].patches]
         self.assertEqual([p.split('/')[0] for p in patches][:2], ['fixes', 'fixes'])
 
+    def test_the_build_checks_enable_every_posted_suite(self) -> None:
+        # a suite option a posted patch adds that series-check leaves off
+        # would make its per-patch builds skip the tests they are to build
+        added = set()
+        for patch in (REPO / 'src' / '6.12' / 'upstream').glob('*.patch'):
+            added |= set(re.findall(r'^\+config (\w+_KUNIT_TEST)$', patch.read_text(), re.M))
+        self.assertIn('TIMEKEEPING_KUNIT_TEST', added)
+        for option in added:
+            with self.subTest(option):
+                self.assertIn(f'CONFIG_{option}', series.SUITE_OPTIONS)
+                self.assertTrue(any(c.startswith(f'CONFIG_{option}=')
+                                    for c in series.BASE_CONFIG))
+
     def test_cpus_of_the_cover_letters_command(self) -> None:
         plan = seriesplan.read_plan(self.src)
         hotplug, timekeeping = plan.series
