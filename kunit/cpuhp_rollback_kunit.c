@@ -1231,6 +1231,123 @@ static void cpuhp_rollback_disabled(struct kunit *test)
 	cpuhp_rollback_expect_online(test, rb);
 }
 
+#ifdef CPUHP_KUNIT_PART_freeze
+#ifdef CPUHP_KUNIT_HARNESS
+/*
+ * A wakeup event pending before freeze_secondary_cpus() begins aborts it
+ * before the first CPU (pm_wakeup_pending() is checked before each CPU
+ * goes down): -EBUSY, every CPU online at the online state, no callback
+ * run, and the thaw has nothing to bring back.
+ */
+static void cpuhp_rollback_freeze_wakeup_pending(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int cpu;
+	int ret;
+
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_clear_wakeup, NULL),
+			0);
+	cpuhp_rec_clear(rb->rec);
+	pm_system_wakeup();
+	ret = cpuhp_rollback_freeze(test, 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_thaw, NULL), 0);
+	KUNIT_EXPECT_EQ(test, ret, -EBUSY);
+	for_each_cpu(cpu, rb->rec->online) {
+		KUNIT_EXPECT_TRUE_MSG(test, cpu_online(cpu), "CPU %u", cpu);
+		cpuhp_rec_expect_state(test, cpu, CPUHP_ONLINE, CPUHP_ONLINE);
+	}
+	kunit_release_action(test, cpuhp_rollback_thaw, NULL);
+	for_each_cpu(cpu, rb->rec->online)
+		KUNIT_EXPECT_EQ_MSG(test, cpuhp_rollback_calls_for(rb, cpu), 0, "CPU %u", cpu);
+}
+
+/*
+ * A freeze that finds no CPU to take down (every CPU but the one it keeps
+ * is offline) disables hotplug all the same, and the thaw enables it
+ * again: N, offline, is refused in between and comes up afterwards.
+ */
+static void cpuhp_rollback_freeze_takes_none(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int keep = cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_FIRST), cpu;
+	int ret;
+
+	for_each_cpu(cpu, rb->rec->online) {
+		if (cpu != keep)
+			KUNIT_ASSERT_EQ_MSG(test, remove_cpu(cpu), 0, "CPU %u", cpu);
+	}
+	ret = cpuhp_rollback_freeze(test, keep);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_thaw, NULL), 0);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	cpuhp_rollback_expect_refused(test, rb);
+	kunit_release_action(test, cpuhp_rollback_thaw, NULL);
+
+	cpuhp_rec_clear(rb->rec);
+	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
+	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_online(test, rb);
+}
+
+/* The PM notifier events a sleep begins and ends with. */
+struct cpuhp_rollback_pm_events {
+	const char *desc;
+	unsigned long prepare;
+	unsigned long post;
+};
+
+static const struct cpuhp_rollback_pm_events cpuhp_rollback_sleeps[] = {
+	{ "suspend", PM_SUSPEND_PREPARE, PM_POST_SUSPEND },
+	{ "hibernation", PM_HIBERNATION_PREPARE, PM_POST_HIBERNATION },
+};
+
+KUNIT_ARRAY_PARAM_DESC(cpuhp_rollback_sleep, cpuhp_rollback_sleeps, desc);
+
+#ifdef CONFIG_PM_SLEEP_SMP
+static void cpuhp_rollback_pm_post(void *events)
+{
+	pm_notifier_call_chain(((const struct cpuhp_rollback_pm_events *)events)->post);
+}
+
+/*
+ * From the PM notifiers' prepare event of a suspend or a hibernation to
+ * their post event CPU hotplug is disabled (cpu_hotplug_pm_callback()): N
+ * neither goes down nor, once offline, comes up (-EBUSY, no callback run);
+ * after the post event it does both. The sleep itself is left out.
+ */
+static void cpuhp_rollback_pm_notifier_disables(struct kunit *test)
+{
+	const struct cpuhp_rollback_pm_events *ev = test->param_value;
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+
+	KUNIT_ASSERT_EQ(test, pm_notifier_call_chain_robust(ev->prepare, ev->post), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_pm_post,
+							(void *)ev), 0);
+	cpuhp_rollback_expect_refused(test, rb);
+	kunit_release_action(test, cpuhp_rollback_pm_post, (void *)ev);
+	cpuhp_rollback_offline(test, rb);
+
+	KUNIT_ASSERT_EQ(test, pm_notifier_call_chain_robust(ev->prepare, ev->post), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_pm_post,
+							(void *)ev), 0);
+	cpuhp_rollback_expect_refused(test, rb);
+	kunit_release_action(test, cpuhp_rollback_pm_post, (void *)ev);
+
+	cpuhp_rec_clear(rb->rec);
+	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
+	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_online(test, rb);
+}
+#else
+static void cpuhp_rollback_pm_notifier_disables(struct kunit *test)
+{
+	kunit_skip(test, CPUHP_ROLLBACK_NO_FREEZE);
+}
+#endif
+#endif
+#endif
+
 /*
  * Many down/up cycles of N: every callback ran once per cycle and direction,
  * N is online at the end; a lost wakeup would hang until the run's timeout,
@@ -1316,6 +1433,13 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_target_refused),
 #endif
 	KUNIT_CASE(cpuhp_rollback_disabled),
+#ifdef CPUHP_KUNIT_PART_freeze
+#ifdef CPUHP_KUNIT_HARNESS
+	KUNIT_CASE(cpuhp_rollback_freeze_wakeup_pending),
+	KUNIT_CASE(cpuhp_rollback_freeze_takes_none),
+	KUNIT_CASE_PARAM(cpuhp_rollback_pm_notifier_disables, cpuhp_rollback_sleep_gen_params),
+#endif
+#endif
 	KUNIT_CASE_SLOW(cpuhp_rollback_cycles),
 	{}
 };

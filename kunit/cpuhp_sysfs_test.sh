@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays boot_cpu_goes_and_comes_back hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_forceoff nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays boot_cpu_goes_and_comes_back hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_first_thread_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_forceoff nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses nosmt_forceoff_after_off hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -367,17 +367,26 @@ smt_control_numeric() {
 }
 
 # A secondary thread whose teardown fails makes "off" (or "forceoff", $1)
-# fail with that error and stop: the thread is rolled back online, the
-# control still says what it said ("on"; a failed forceoff is not the
-# one-way forceoff), and writing "on" brings back every thread it took down.
+# fail with that error and stop there: the thread is rolled back online,
+# the threads after it are not taken down, the control still says what it
+# said ("on"; a failed forceoff is not the one-way forceoff), and writing
+# "on" brings back every thread it took down. $2 says which secondary
+# thread fails: the first (no thread is left down) or the last (every
+# other one was taken down before it).
 smt_fail_keeps_state() {
-	cpus=$(online_cpus) t=
-	for k in $(secondary_threads); do t=$k; done
+	cpus=$(online_cpus) sec=$(secondary_threads) t=
+	for k in $sec; do { [ "$2" = last ] || [ -z "$t" ]; } && t=$k; done
 	write "$SYS/cpu$t/hotplug/fail" "$(state_nr sched:active)" &&
 	write "$SMT/control" "$1" "Resource temporarily unavailable" &&
 	expect "cpu$t online" "$(cat "$SYS/cpu$t/online")" 1 &&
 	expect "cpu$t state" "$(cat "$SYS/cpu$t/hotplug/state")" "$(state_nr online)" &&
 	expect "cpu$t fail" "$(cat "$SYS/cpu$t/hotplug/fail")" -1 || return 1
+	after=
+	for k in $sec; do
+		[ -n "$after" ] && { expect "cpu$k online after cpu$t failed" \
+			"$(in_online_mask "$k")" 1 || return 1; }
+		[ "$k" = "$t" ] && after=1
+	done
 	ok=0
 	expect "smt/control after the failed $1" "$(cat "$SMT/control")" on || ok=1
 	write "$SMT/control" on && all_online "$cpus" || ok=1
@@ -385,11 +394,15 @@ smt_fail_keeps_state() {
 }
 
 smt_control_fail_keeps_state() {
-	smt_fail_keeps_state off
+	smt_fail_keeps_state off last
+}
+
+smt_control_first_thread_fail_keeps_state() {
+	smt_fail_keeps_state off first
 }
 
 smt_control_forceoff_fail_keeps_state() {
-	smt_fail_keeps_state forceoff
+	smt_fail_keeps_state forceoff last
 }
 
 # "forceoff" takes the secondary threads down as "off" does, and for good:
@@ -409,7 +422,8 @@ smt_control_forceoff() {
 	done
 	write "$SMT/control" on "Operation not permitted" &&
 	write "$SMT/control" off "Operation not permitted" &&
-	expect "smt/control after on and off" "$(cat "$SMT/control")" forceoff
+	write "$SMT/control" forceoff "Operation not permitted" &&
+	expect "smt/control after on, off and forceoff" "$(cat "$SMT/control")" forceoff
 }
 
 # SMT disabled on the kernel command line (make run TOPOLOGY=nosmt and
@@ -433,7 +447,8 @@ offline_cpus() {
 
 # After a boot with nosmt the control reads off (forceoff with =force),
 # smt/active 0, no two online CPUs are threads of one core, and the CPUs
-# kept offline cannot be brought up one by one (cpu_bootable(): EPERM).
+# kept offline rest at the offline state, their target too, and cannot be
+# brought up one by one (cpu_bootable(): EPERM).
 nosmt_boot_threads_offline() {
 	want=off
 	[ "$NOSMT" = nosmt=force ] && want=forceoff
@@ -447,6 +462,7 @@ nosmt_boot_threads_offline() {
 	done
 	for k in $off; do
 		expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" &&
+		expect "cpu$k target" "$(cat "$SYS/cpu$k/hotplug/target")" "$(state_nr offline)" &&
 		write "$SYS/cpu$k/online" 1 "Operation not permitted" &&
 		expect "cpu$k in the online mask after a write of 1" "$(in_online_mask "$k")" 0 ||
 			return 1
@@ -471,12 +487,28 @@ nosmt_control_on_off() {
 }
 
 # After a boot with nosmt=force the control refuses every write (EPERM),
-# until reboot, and the threads stay offline.
+# "forceoff" too, until reboot, and the threads stay offline.
 nosmt_force_refuses() {
 	off=$(offline_cpus)
 	write "$SMT/control" on "Operation not permitted" &&
 	write "$SMT/control" off "Operation not permitted" &&
+	write "$SMT/control" forceoff "Operation not permitted" &&
 	expect "smt/control" "$(cat "$SMT/control")" forceoff &&
+	expect "CPUs offline" "$(offline_cpus)" "$off"
+}
+
+# After a boot with nosmt (not forced) the control reads off, and
+# "forceoff" written then makes it forceoff for good: the threads stay
+# offline and every later write, "on" among them, is refused (EPERM).
+# One-way until reboot, so the last nosmt case of CASES.
+nosmt_forceoff_after_off() {
+	off=$(offline_cpus)
+	expect "smt/control" "$(cat "$SMT/control")" off &&
+	write "$SMT/control" forceoff &&
+	expect "smt/control after forceoff" "$(cat "$SMT/control")" forceoff &&
+	write "$SMT/control" on "Operation not permitted" &&
+	write "$SMT/control" forceoff "Operation not permitted" &&
+	expect "smt/control after on and forceoff" "$(cat "$SMT/control")" forceoff &&
 	expect "CPUs offline" "$(offline_cpus)" "$off"
 }
 
@@ -734,7 +766,7 @@ for c in $CASES; do
 		why=
 		case $NOSMT/$c in
 		/*) why="needs a boot with nosmt (make run TOPOLOGY=nosmt)" ;;
-		nosmt=force/nosmt_control_on_off) why="needs nosmt without =force (make run TOPOLOGY=nosmt)" ;;
+		nosmt=force/nosmt_control_on_off | nosmt=force/nosmt_forceoff_after_off) why="needs nosmt without =force (make run TOPOLOGY=nosmt)" ;;
 		nosmt/nosmt_force_*) why="needs nosmt=force (make run TOPOLOGY=nosmt-force)" ;;
 		esac
 		if [ -n "$why" ]; then

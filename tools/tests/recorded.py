@@ -89,6 +89,14 @@ ADDED_HOTPLUG_DISABLED['timekeeping_crosststamp_clock'] = [
     'crosststamp_no_clocksource', 'crosststamp_other_clocksource',
     'crosststamp_in_current_interval', 'crosststamp_before_current_interval',
     'crosststamp_history_in_current_interval']
+# 2026-12-07: the roads: a wakeup pending before the freeze, a freeze that
+# takes no CPU, the PM notifiers; SMT off failing on the first thread,
+# forceoff over off.
+ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += [
+    'cpuhp_rollback_freeze_wakeup_pending', 'cpuhp_rollback_freeze_takes_none',
+    'cpuhp_rollback_pm_notifier_disables']
+ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['smt_control_first_thread_fail_keeps_state',
+                                         'nosmt_forceoff_after_off']
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
     s: ADDED_HISTORY_PATH.get(s, []) + ADDED_HOTPLUG_DISABLED.get(s, [])
     for s in {**ADDED_HISTORY_PATH, **ADDED_HOTPLUG_DISABLED}}
