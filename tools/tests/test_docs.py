@@ -17,15 +17,25 @@ product speaks of the project alone.
   every target of .PHONY is written as `make <target>` somewhere in README
   or Documentation/; Documentation/internals.md names every module of
   tools/cpuhpk/.
+- A figure is stated by one page, its owner, and linked from the others
+  (FIGURES: the default set's mutant count, the x86 state table's counts,
+  cpu.c's merged line coverage, arm64's branch coverage, the tools' test
+  count, the QEMU boots of make test). A page other than the owner that
+  states one fails; so does an owner whose figure disagrees with what the
+  repository says where that can be worked out (mutants/*.patch counted,
+  the recorded flat 6.12 console's sweep, the coverage gate's thresholds,
+  the tests unittest discovers, the tier's jobs).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 import subprocess
 import unittest
 from pathlib import Path
-from typing import Dict, Iterable, List, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 LINK = re.compile(r'(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)')
@@ -115,6 +125,7 @@ PROCESS_WORDS: Tuple['re.Pattern[str]', ...] = tuple(re.compile(rx, re.I) for rx
     r'\bsearch[ ]tools?\b|\bcode[ ]search\b',      # tools that are not the project's
     r'\bstored[ ]cop(?:y|ies)\b',
     r'\bsub-?agents?\b',
+    r'\bseed[ ]0\d\d\b',                          # an item of a work list, not a stress seed
 ))
 
 
@@ -204,6 +215,170 @@ def undocumented(make_text: str, knobs_md: str, docs: Iterable[str]) -> List[str
     return out
 
 
+
+# --- figures: each stated once, by its owner --------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Figure:
+    """A figure of the project: the one page that states it, how a statement
+    of it reads, and what the repository says of it where that can be worked
+    out."""
+    name: str
+    owner: str                  # the page, relative to the repository
+    statement: str              # regex of the owner's statement; group 1 the figure
+    elsewhere: str              # regex of a statement on any other page; '{value}': the owner's
+    check: Optional[Callable[['re.Match[str]'], Optional[str]]] = None  # None: agrees
+
+
+def page_texts() -> Dict[str, str]:
+    """Every page by its path relative to the repository, lines joined (a
+    statement may span lines), code blocks left out."""
+    return {str(p.relative_to(REPO)): '\n'.join(prose(p.read_text())) for p in pages()}
+
+
+def number(text: str) -> int:
+    return int(text.replace(',', ''))
+
+
+def _mutants(m: 're.Match[str]') -> Optional[str]:
+    n = len(list((REPO / 'mutants').glob('*.patch')))
+    return None if number(m.group(1)) == n else f'mutants/*.patch holds {n}'
+
+
+@functools.lru_cache(maxsize=None)
+def recorded_table() -> Dict[str, int]:
+    """The sweep's counts in the recorded flat guest of make coverage on 6.12's
+    default kernel, as states.txt's first line gives them."""
+    from cpuhpk import ktap, states, verdict
+    from tests import recorded
+    console = ktap.read_console(REPO / 'tools' / 'tests' / 'data' / 'flat_6.12_console.log')
+    exp = recorded.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
+                                     'fixes': '0', 'topology': 'flat', 'arch': 'x86_64'},
+                                suites=recorded.SWEEP_SUITES)
+    _, root, v = verdict.judge_console(console, exp)
+    table = states.table(console.lines)
+    states.outcomes(table, root, v)
+    return {'states': len(table),
+            'refused down': sum(s.cells.get('down') == 'refused' for s in table)}
+
+
+def _table(key: str) -> Callable[['re.Match[str]'], Optional[str]]:
+    def check(m: 're.Match[str]') -> Optional[str]:
+        n = recorded_table()[key]
+        return None if number(m.group(1)) == n else (
+            f'the recorded flat 6.12 console (tools/tests/data/flat_6.12_console.log) gives {n}')
+    return check
+
+
+def _coverage(thresholds: str, column: int) -> Callable[['re.Match[str]'], Optional[str]]:
+    """The gate holds the measured figure less about 2 points: the figure lies
+    at or above its threshold and no more than 3 points over it; its count
+    (covered/all) gives the same percentage."""
+    def check(m: 're.Match[str]') -> Optional[str]:
+        value = float(m.group(1))
+        if m.group(2) and m.group(3) and round(100 * int(m.group(2)) / int(m.group(3)), 1) != value:
+            return f'{m.group(2)}/{m.group(3)} is not {value}%'
+        for line in (REPO / 'tools' / thresholds).read_text().splitlines():
+            if line.startswith('kernel/cpu.c '):
+                limit = float(line.split()[column])
+                if not limit <= value <= limit + 3:
+                    return f'tools/{thresholds} gates kernel/cpu.c at {limit}%'
+                return None
+        return f'tools/{thresholds} has no kernel/cpu.c line'
+    return check
+
+
+def tools_test_count() -> int:
+    """The tests make tools-test runs (unittest's discovery, as the Makefile runs it)."""
+    tools = REPO / 'tools'
+    return unittest.defaultTestLoader.discover(str(tools / 'tests'),
+                                               top_level_dir=str(tools)).countTestCases()
+
+
+def _tools_tests(m: 're.Match[str]') -> Optional[str]:
+    n = tools_test_count()
+    return None if number(m.group(1)) == n else f'make tools-test runs {n}'
+
+
+def tier_boots() -> int:
+    """QEMU boots of make test with every job run: a coverage job boots each
+    guest topology, then the selftest anchor (tools/cpuhpk/coverage.py); a
+    fixes-test job is the Makefile's make run lines."""
+    from cpuhpk import arch, matrix
+    recipe = re.search(r'^fixes-test:.*\n((?:\t.*\n)+)', makefile(), re.M)
+    per_job = {'coverage': len(arch.get(arch.HOST).topologies) + 1,
+               'fixes-test': recipe.group(1).count('$(MAKE) run') if recipe else 0}
+    return sum(per_job[job.split()[0]] for job in matrix.TIER)
+
+
+def _boots(m: 're.Match[str]') -> Optional[str]:
+    n = tier_boots()
+    return None if number(m.group(1)) == n else f'the tier (tools/cpuhpk/matrix.py) boots {n}'
+
+
+COVERAGE = 'Documentation/coverage.md'
+PERCENT = r'(?<![\d.]){value}%'
+FIGURES: Tuple[Figure, ...] = (
+    Figure('the default set\'s mutant count', 'Documentation/mutation.md',
+           r'the default set, (\d+) mutants', r'\b\d+(?: of \d+)? mutants\b', _mutants),
+    Figure('x86 state table: named states', 'Documentation/sweep.md',
+           r'(\d+) named states \(\d+ bp', r'\b\d+ named states\b|\b{value} states\b',
+           _table('states')),
+    Figure('x86 state table: refused on the way down', 'Documentation/sweep.md',
+           r'down \d+ clean, (\d+) refused', r'\b{value} refused\b', _table('refused down')),
+    Figure('cpu.c line coverage, five guests merged, 6.12', COVERAGE,
+           r'\*\*merged\*\* \| \*\*(\d+\.\d)% \((\d+)/(\d+)\)', PERCENT,
+           _coverage('coverage-thresholds-6.12', 1)),
+    Figure('cpu.c line coverage, five guests merged, 6.1', COVERAGE,
+           r'merged (\d+\.\d)% of lines\s+\((\d+)/(\d+)\)', PERCENT,
+           _coverage('coverage-thresholds-6.1', 1)),
+    Figure('cpu.c branch coverage on arm64', 'Documentation/arm64.md',
+           r'(\d+\.\d)% branches\s+\((\d+)/(\d+)', PERCENT,
+           _coverage('coverage-thresholds-6.12-arm64', 3)),
+    Figure('the tools\' test count', 'Documentation/performance.md',
+           r'\b(\d[\d,]*) tests\b', r'\b\d[\d,]* (?:unit )?tests\b', _tools_tests),
+    Figure('QEMU boots of make test', 'Documentation/ci.md',
+           r'boots QEMU (\d+) times', r'\b\d+ (?:QEMU )?boots\b|\bboots QEMU \d+ times\b',
+           _boots),
+)
+
+
+def spaced(rx: str) -> str:
+    """@rx with each space standing for any run of white space: a statement
+    may be wrapped."""
+    return rx.replace(' ', r'\s+')
+
+
+def line_of(text: str, at: int) -> int:
+    return text.count('\n', 0, at) + 1
+
+
+def figure_problems(texts: Dict[str, str],
+                    figures: Iterable[Figure] = FIGURES) -> List[str]:
+    """Each page but its owner that states a figure, each owner that states
+    it not once or otherwise than the repository says."""
+    out = []
+    for f in figures:
+        owner = texts.get(f.owner, '')
+        found = list(re.finditer(spaced(f.statement), owner))
+        if len(found) != 1:
+            out.append(f'{f.owner}: states {f.name} {len(found)} times, not once')
+            continue
+        m = found[0]
+        wrong = f.check(m) if f.check else None
+        if wrong:
+            out.append(f'{f.owner}:{line_of(owner, m.start())}: {f.name} is {m.group(1)}, '
+                       f'but {wrong}')
+        elsewhere = re.compile(spaced(f.elsewhere.replace('{value}', re.escape(m.group(1)))))
+        for page, text in sorted(texts.items()):
+            if page == f.owner:
+                continue
+            for e in elsewhere.finditer(text):
+                out.append(f'{page}:{line_of(text, e.start())}: states {f.name} '
+                           f'({e.group(0)!r}): link to {f.owner} instead')
+    return out
+
+
 class DocsTest(unittest.TestCase):
     def test_links_resolve(self) -> None:
         self.assertGreater(len(pages()), 10)
@@ -256,14 +431,14 @@ class DocsTest(unittest.TestCase):
                'what (#' + '9) asked', 'Iss' + "ue 28's break", 'the ne' + 'xt stop',
                'last st' + 'op', '(sess' + 'ion 4)', 'this work per' + 'iod',
                'the sear' + 'ch tool', 'the code sear' + 'ch gives', 'the stor' + 'ed copy',
-               'a sub' + 'agent']
+               'a sub' + 'agent', '(se' + 'ed 011: the check)']
         for text in bad:
             with self.subTest(text=text):
                 self.assertEqual(len(process_words(text)), 1, text)
         good = ['cpuhp_issue_call()', 'one issue per known failure', 'KCIDB issues, incidents',
                 'to address this issue.', 'start_new_session=True', 'a helper of kernel/cpu.c',
                 'it stops at operation 0', 'the run was stopped at 11:11', 'stop_machine',
-                'a stop at the timeout', 'x86 #3']
+                'a stop at the timeout', 'x86 #3', 'seed 3909835271 op 295', 'SEED=0']
         for text in good:
             with self.subTest(text=text):
                 self.assertEqual(process_words(text), [], text)
@@ -296,6 +471,52 @@ class DocsTest(unittest.TestCase):
         # make series-test does not document make series.
         self.assertEqual(documented_targets(['`make series-test` and make\nseries-check']),
                          {'series-test', 'series-check'})
+
+    def test_each_figure_is_stated_by_its_owner_alone(self) -> None:
+        self.assertEqual(figure_problems(page_texts()), [])
+
+    def test_a_figure_stated_twice_or_wrong_is_found(self) -> None:
+        texts = page_texts()
+        mutation = 'Documentation/mutation.md'
+        n = len(list((REPO / 'mutants').glob('*.patch')))
+        mutants = [f for f in FIGURES if f.owner == mutation]
+        self.assertEqual(figure_problems(texts, mutants), [])
+        # Another page states it: found, with its line.
+        told = dict(texts, **{'README.md': texts['README.md'] + f'\nThe {n} mutants all die.\n'})
+        got = figure_problems(told, mutants)
+        self.assertEqual(len(got), 1, got)
+        self.assertRegex(got[0], rf"^README\.md:\d+: states .*'{n} mutants'.*link to "
+                                 rf'Documentation/mutation\.md')
+        # The owner's figure is not the repository's.
+        stale = dict(texts, **{mutation: texts[mutation].replace(
+            f'the default set, {n} mutants', f'the default set, {n - 1} mutants')})
+        got = figure_problems(stale, mutants)
+        self.assertEqual(len(got), 1, got)
+        self.assertIn(f'is {n - 1}, but mutants/*.patch holds {n}', got[0])
+        # The owner no longer states it.
+        gone = dict(texts, **{mutation: texts[mutation].replace('the default set, ', '')})
+        self.assertEqual(figure_problems(gone, mutants),
+                         [f'{mutation}: states the default set\'s mutant count 0 times, not once'])
+        # An owner's value echoed elsewhere: a coverage percentage.
+        arm64 = [f for f in FIGURES if f.owner == 'Documentation/arm64.md']
+        value = re.search(spaced(arm64[0].statement), texts['Documentation/arm64.md'])
+        assert value is not None
+        echoed = dict(texts, **{COVERAGE: texts[COVERAGE] + f'\narm64: {value.group(1)}%.\n'})
+        got = figure_problems(echoed, arm64)
+        self.assertEqual(len(got), 1, got)
+        self.assertTrue(got[0].startswith(f'{COVERAGE}:'), got)
+
+    def test_a_figure_checks_against_the_repository(self) -> None:
+        self.assertEqual(recorded_table(), {'states': 59, 'refused down': 40})
+        self.assertEqual(tier_boots(), 17)
+        self.assertGreater(tools_test_count(), 500)
+        check = _coverage('coverage-thresholds-6.12', 1)
+        m = re.match(r'(\S+) \((\d+)/(\d+)\)', '99.9 (807/890)')
+        assert m is not None
+        self.assertIn('807/890 is not 99.9%', check(m) or '')
+        m = re.match(r'(\S+)()()', '99.9')
+        assert m is not None
+        self.assertIn('gates kernel/cpu.c at', check(m) or '')
 
     def test_internals_names_every_module(self) -> None:
         text = (REPO / 'Documentation' / 'internals.md').read_text()
