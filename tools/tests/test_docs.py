@@ -296,8 +296,9 @@ def tools_test_count() -> int:
 
 
 def _tools_tests(m: 're.Match[str]') -> Optional[str]:
+    """Within a tenth of the count: a figure with its date, not a counter."""
     n = tools_test_count()
-    return None if number(m.group(1)) == n else f'make tools-test runs {n}'
+    return None if abs(number(m.group(1)) - n) <= n // 10 else f'make tools-test runs {n}'
 
 
 def tier_boots() -> int:
