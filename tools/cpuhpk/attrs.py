@@ -19,12 +19,12 @@ before it is built (kunitcmd.tree_errors()).
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import knobs, verdict
+from cpuhpk import verdict
+from cpuhpk.runspec import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -151,15 +151,15 @@ def attribute_left_out(cases: Dict[str, List[str]], filter_attr: str,
     return out
 
 
-def apply_attribute_filter(exp: verdict.Expectations, args: argparse.Namespace) -> List[str]:
+def apply_attribute_filter(exp: verdict.Expectations, spec: RunSpec) -> List[str]:
     """Narrow @exp to what FILTER_ATTR leaves in; the suite.case names it
     leaves out. Without FILTER_ACTION=skip those are not asked for (the
     kernel never runs them, nor a suite it leaves without a case); with it
     they are, as skipped without a reason (accept_attribute_skips())."""
-    if exp.cases is None or not knobs.knob(args, 'filter_attr'):
+    if exp.cases is None or not spec.filter_attr:
         return []
-    gone = attribute_left_out(exp.cases, knobs.knob(args, 'filter_attr'))
-    if knobs.knob(args, 'filter_action') != 'skip':
+    gone = attribute_left_out(exp.cases, spec.filter_attr)
+    if spec.filter_action != 'skip':
         kept = {s: [c for c in cs if c not in gone.get(s, ())] for s, cs in exp.cases.items()}
         exp.cases = {s: cs for s, cs in kept.items() if cs}
     return [f'{s}.{c}' for s, cs in gone.items() for c in cs]

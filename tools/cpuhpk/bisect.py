@@ -25,19 +25,18 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import mutate, run, tree, usertree, verdict  # noqa: E402
+from cpuhpk import execute, mutate, proc, tree, usertree, verdict  # noqa: E402
+from cpuhpk.runspec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
@@ -93,10 +92,9 @@ def run_step(args: argparse.Namespace, sha: str) -> Tuple[int, str]:
         return SKIP, f'skipped: {e}'
     except tree.PrepareError as e:
         return ABORT, f'cannot prepare: {e}'
-    rc = run.main(['--tree', str(user.spec.path), '--rev', sha, '--local', '0',
-                   '--smp', str(args.smp), '--filter', args.filter, '--config', args.config,
-                   '--timeout', str(args.timeout), '--no-coverage-report', '--out', str(out),
-                   *(['--series', args.series] if args.series else [])])
+    rc = execute.execute(RunSpec(tree=user.spec, smp=args.smp, filter=args.filter,
+                                 config=args.config, timeout=args.timeout,
+                                 coverage_report=False, out=out))
     code, why = step_verdict(out)
     if code == GOOD and rc != 0:
         return ABORT, f'the run exited {rc} with a green verdict'
@@ -153,28 +151,6 @@ def turned_red(bad: Path, good: Path) -> List[str]:
     return out
 
 
-def end_group(proc: 'subprocess.Popen[str]') -> None:
-    """SIGTERM to @proc's process group; wait until all of it ended (SIGKILL after a grace)."""
-    deadline = time.monotonic() + mutate.CHILD_GRACE
-    sig = int(signal.SIGTERM)
-    while True:
-        proc.poll()     # reap the leader: a zombie would keep the group alive
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        sig = int(signal.SIGKILL) if time.monotonic() > deadline else 0
-        time.sleep(0.2)
-
-
-class Interrupted(Exception):
-    pass
-
-
-def _interrupt(signum: int, frame: Optional[FrameType]) -> None:
-    raise Interrupted(signal.Signals(signum).name)
-
-
 @contextlib.contextmanager
 def bisection(bare: Path, good: str, bad: str) -> Iterator[None]:
     """A started bisection, reset on every way out (an exception, Ctrl-C, SIGTERM)."""
@@ -184,7 +160,7 @@ def bisection(bare: Path, good: str, bad: str) -> Iterator[None]:
     try:
         yield
     finally:
-        with run.signals_deferred():
+        with proc.signals_deferred():
             tree.git(bare, 'bisect', 'reset', check=False)
 
 
@@ -217,21 +193,21 @@ def bisect(args: argparse.Namespace) -> int:
         # A process group of its own (setsid): on Ctrl-C or SIGTERM here, git, the step and
         # its run are ended together (the run stops kunit.py, make and QEMU)
         # before the bisection is reset.
-        proc = subprocess.Popen(['git', *tree.GIT_IDENTITY, '-C', str(bare), 'bisect', 'run',
-                                 *step], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, errors='replace', env=env,
-                                pass_fds=tree.lock_fds(), start_new_session=True)
+        child = subprocess.Popen(['git', *tree.GIT_IDENTITY, '-C', str(bare), 'bisect', 'run',
+                                  *step], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, errors='replace', env=env,
+                                 pass_fds=tree.lock_fds(), start_new_session=True)
         try:
-            assert proc.stdout is not None
+            assert child.stdout is not None
             output = []
-            for line in proc.stdout:
+            for line in child.stdout:
                 sys.stdout.write(line)
                 output.append(line)
-            rc = proc.wait()
         except BaseException:
-            with run.signals_deferred():
-                end_group(proc)
+            with proc.signals_deferred():
+                proc.end_group(child, mutate.CHILD_GRACE)
             raise
+        rc = proc.wait_group(child, mutate.CHILD_GRACE)
         history = tree.git(bare, 'bisect', 'log', check=False).stdout
     (base / 'bisect.log').write_text(history)
     steps = read_steps(log)
@@ -322,11 +298,10 @@ def main(argv: Sequence[str]) -> int:
         print('cpuhp-kunit: error: make bisect needs GOOD=<rev> (and BAD=, default HEAD)',
               file=sys.stderr)
         return 2
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
+    proc.raise_on_signals()
     try:
         return tree.locked(f'make bisect TREE={args.tree}', lambda: bisect(args))
-    except (Interrupted, KeyboardInterrupt) as e:
+    except (proc.Interrupted, KeyboardInterrupt) as e:
         print(f'cpuhp-kunit: bisect interrupted ({e or "SIGINT"}); the bisection was reset',
               file=sys.stderr)
         return 130

@@ -23,7 +23,6 @@ than any tracefile.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
 from cpuhpk import arch, knobs, tree
+from cpuhpk.runspec import RunSpec
 
 BUILD_STAMP = 'cpuhp-kunit-build.json'
 # The environment kbuild reads besides its command line.
@@ -126,10 +126,10 @@ def coverage_sources(out: Path) -> Optional[str]:
 
 
 def run_build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path, a: arch.Arch,
-                     args: argparse.Namespace) -> Optional[str]:
-    """build_inputs() of a make run with @args: its make options and kconfig lines."""
-    return build_inputs(t, frags, qemu_config, a, knobs.make_options(args),
-                        knobs.kconfig_add(args))
+                     spec: RunSpec) -> Optional[str]:
+    """build_inputs() of a make run of @spec: its make options and kconfig lines."""
+    return build_inputs(t, frags, qemu_config, a, knobs.make_options(spec),
+                        knobs.kconfig_add(spec))
 
 
 def built_kernel(build_dir: Path) -> Optional[List[Any]]:

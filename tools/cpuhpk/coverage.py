@@ -2,7 +2,7 @@
 
 Every run yields coverage (tools/cpuhpk/gcov.py): the default kernel is the
 coverage kernel, so this builds nothing `make run` has not built. The same
-kernel boots once per guest topology (kunitcmd.TOPOLOGIES: flat, then the SMT
+kernel boots once per guest topology (runspec.TOPOLOGIES: flat, then the SMT
 guest and the guest with CPUs to hot-add, which reach the paths of
 kernel/cpu.c a flat guest cannot, then the SMT guest booted with nosmt and
 with nosmt=force, for the boot-time SMT paths: those two run the user-space
@@ -27,6 +27,7 @@ threshold.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -36,8 +37,9 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, gcov, kunitcmd, run, tree, verdict  # noqa: E402
+from cpuhpk import arch, execute, gcov, judging, runspec, tree, verdict  # noqa: E402
 from cpuhpk.gcov import FileCov, pct  # noqa: E402
+from cpuhpk.runspec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # What the boots that only differ by a boot-time argument run: the sysfs
@@ -119,42 +121,42 @@ def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(description='make run on the default kernel, coverage gated.')
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--arch', choices=tuple(arch.ARCHES), default=arch.HOST)
-    ap.add_argument('--smp', default='4')
-    ap.add_argument('--timeout', default='600')
-    ap.add_argument('--seed', default='0', help='cpuhp_stress seed (make run SEED=)')
-    ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations')
+    ap.add_argument('--smp', type=int, default=4)
+    ap.add_argument('--timeout', type=int, default=600)
+    ap.add_argument('--seed', type=int, default=0, help='cpuhp_stress seed (make run SEED=)')
+    ap.add_argument('--stress-ops', type=int, default=0, help='cpuhp_stress operations')
     ap.add_argument('--no-selftest', dest='selftest', action='store_false',
                     help='skip the cpu-on-off-test.sh anchor run')
-    run.add_tree_arguments(ap)
+    runspec.add_tree_arguments(ap)
     args = ap.parse_args(argv)
-    if int(args.smp) % 2 and any(kunitcmd.two_threads(x) for x in arch.get(args.arch).topologies):
+    if args.smp % 2 and any(runspec.two_threads(x) for x in arch.get(args.arch).topologies):
         ap.error(f'make coverage boots the SMT guest too (two threads per core): '
                  f'SMP={args.smp} is odd')
-    args.fixes = 0
+    spec = RunSpec(kver=args.kver, arch=args.arch, smp=args.smp, timeout=args.timeout,
+                   seed=args.seed, stress_ops=args.stress_ops, tree=runspec.tree_spec(args))
     return tree.locked(f'make coverage KVER={args.kver} ARCH={args.arch}',
-                       lambda: coverage(args))
+                       lambda: coverage(spec, args.selftest))
 
 
-def coverage(args: argparse.Namespace) -> int:
-    """The run, the gate and the anchor; every cause of a non-zero exit lands in junit.xml."""
+def coverage(spec: RunSpec, selftest: bool = True) -> int:
+    """The runs of @spec on every guest topology, the gate and (@selftest) the
+    anchor; every cause of a non-zero exit lands in junit.xml."""
     try:
-        user = run.resolve_user(args)
+        user = spec.resolved()
     except tree.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
-    a = arch.get(args.arch)
-    out = run.out_dir(args.kver, 'default', False, user, int(args.smp), arch_name=a.name)
+    spec = spec.for_user(user)
+    a = arch.get(spec.arch)
+    out = spec.output_dir(user)
     rc = 0
     infos: List[Path] = []
     problems: List[verdict.Problem] = []
     for topology in a.topologies:
-        rc |= run.main(['--kver', args.kver, '--arch', a.name, '--smp', args.smp,
-                        '--timeout', args.timeout,
-                        '--seed', args.seed, '--stress-ops', args.stress_ops,
-                        '--topology', topology, '--filter', TOPOLOGY_FILTERS.get(topology, ''),
-                        *run.tree_arguments(args)])
-        info = run.out_dir(args.kver, 'default', False, user, int(args.smp),
-                           topology, a.name) / 'coverage.info'
+        guest = dataclasses.replace(spec, topology=topology,
+                                    filter=TOPOLOGY_FILTERS.get(topology, ''))
+        rc |= execute.execute(guest)
+        info = guest.output_dir(user) / 'coverage.info'
         if info.is_file():
             infos.append(info)
         else:
@@ -168,17 +170,17 @@ def coverage(args: argparse.Namespace) -> int:
         except tree.PrepareError as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     anchor: Optional[Dict[str, FileCov]] = None
-    if files and args.selftest:
+    if files and selftest:
         try:
-            t = run.prepare_tree(args, user)
-            anchor = selftest_anchor(t, run.build_dir_of(t, 'default', a.name), out,
-                                     args.smp, int(args.timeout), a)
+            t = execute.prepare_tree(spec, user)
+            anchor = selftest_anchor(t, execute.build_dir_of(t, 'default', a.name), out,
+                                     str(spec.smp), spec.timeout, a)
         except SelftestError as e:
             problems.append(verdict.Problem('selftest', '', str(e)))
         except (tree.PrepareError, subprocess.CalledProcessError) as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     if files:
-        limits = gcov.thresholds_path(args.kver, a)
+        limits = gcov.thresholds_path(spec.kver, a)
         text = (topology_lines(infos) + gcov.summary(files, limits) +
                 (anchor_lines(files, anchor) if anchor is not None else []))
         (out / 'summary.txt').write_text('\n'.join(text) + '\n')
@@ -189,16 +191,16 @@ def coverage(args: argparse.Namespace) -> int:
                          gcov.gate_functions(files, gcov.read_function_thresholds(limits))]
         else:
             problems.append(verdict.Problem('coverage', '', f'no coverage gate for KVER='
-                                            f'{args.kver} ARCH={a.name}: {limits} does not '
+                                            f'{spec.kver} ARCH={a.name}: {limits} does not '
                                             'exist'))
         tree.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)
-    v = run.add_problems(out, problems)
+    v = judging.add_problems(out, problems)
     for p in problems:
         print(f'cpuhp-kunit: FAIL: [{p.category}] {p}', file=sys.stderr)
     print('cpuhp-kunit: PASS' if v.ok and not rc else 'cpuhp-kunit: FAIL')
-    print(run.counts_line(v))
+    print(judging.counts_line(v))
     return 1 if problems or rc or not v.ok else 0
 
 

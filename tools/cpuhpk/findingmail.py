@@ -29,7 +29,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cpuhpk import fixseries, series, seriesplan, tree  # noqa: E402
+from cpuhpk import fixseries, seriesmake, seriesplan, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FINDINGS = REPO / 'Documentation' / 'findings'
@@ -194,7 +194,7 @@ def patch_text(patch: Path, who: str) -> str:
     message, dashes, diff = rest.partition('\n---\n')
     if not dashes:
         raise MailError(f'{patch.name}: no "---" line before the diff')
-    frm = who if series.PLACEHOLDER in author.group(1) else author.group(1)
+    frm = who if seriesmake.PLACEHOLDER in author.group(1) else author.group(1)
     message = fixseries.signed_off(message, who)
     return f'From: {frm}\nSubject: [PATCH] {subj}\n\n{message.rstrip()}\n---\n{diff}'
 
@@ -238,7 +238,7 @@ def maintainers_dir(kver: str) -> Path:
     if not (dest / 'MAINTAINERS').is_file():
         (dest / 'scripts').mkdir(parents=True, exist_ok=True)
         for name in ('MAINTAINERS', 'scripts/get_maintainer.pl'):
-            (dest / name).write_text(series.git(t.path, 'show', f'baseline:{name}') + '\n')
+            (dest / name).write_text(seriesmake.git(t.path, 'show', f'baseline:{name}') + '\n')
     return dest
 
 
@@ -282,7 +282,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = ap.parse_args(argv)
     out = (args.out or REPO / 'out' / 'finding-mails' / args.kver).resolve()
     try:
-        who = series.author_of(args.author)
+        who = seriesmake.author_of(args.author)
     except seriesplan.SeriesError as e:
         print(f'cpuhp-kunit: finding-mails: {e}', file=sys.stderr)
         return 2
@@ -290,7 +290,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     def job() -> int:
         work = maintainers_dir(args.kver)
         return write_mails(args.kver, args.findings, who, out,
-                           lambda patches: series.maintainers(work, patches))
+                           lambda patches: seriesmake.maintainers(work, patches))
 
     return tree.locked(f'finding-mails {args.kver}', job)
 

@@ -43,7 +43,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import series, seriesplan, tree, verdict  # noqa: E402
+from cpuhpk import series, seriesmake, seriesplan, seriesreport, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 STABLE = 'stable@vger.kernel.org'
@@ -245,7 +245,7 @@ def signed_off(message: str, who: str) -> str:
     name = who.split('<')[0].strip() or who
     lines = [ln.replace(f'[ {NOTE_TAG}: ', f'[ {name}: ')
              for ln in message.rstrip('\n').split('\n')
-             if not (ln.startswith('Signed-off-by:') and series.PLACEHOLDER in ln)]
+             if not (ln.startswith('Signed-off-by:') and seriesmake.PLACEHOLDER in ln)]
     while lines and not lines[-1].strip():
         lines.pop()
     if lines and lines[-1] == f'Signed-off-by: {who}':
@@ -255,7 +255,7 @@ def signed_off(message: str, who: str) -> str:
 
 def touched_objects(work: Path, commit: str) -> List[str]:
     """The objects of the .c files @commit changes."""
-    files = series.git(work, 'diff-tree', '--no-commit-id', '--name-only', '-r', commit)
+    files = seriesmake.git(work, 'diff-tree', '--no-commit-id', '--name-only', '-r', commit)
     return [f[:-2] + '.o' for f in files.split() if f.endswith('.c')]
 
 
@@ -282,27 +282,27 @@ def make(work: Path, build_dir: Path, targets: Sequence[str], log: Path) -> Tupl
     return series.run_steps(work, make_steps(work, build_dir, targets), log)
 
 
-def make_fixes_series(kver: str, who: str, out: Path, report: series.Report,
+def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Report,
                       build: bool = True) -> None:
     src = tree.series_dir(REPO, kver) / 'fixes'
     plan = read_plan(src)
     t = tree.prepare(kver, REPO)
-    work = series.scratch(t)
+    work = seriesmake.scratch(t)
     label = f'linux-source-{kver} {t.package}'
-    base = series.pristine_commit(work, 'baseline', label)
+    base = seriesmake.pristine_commit(work, 'baseline', label)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     log = out / 'build.log'
     build_dir = tree.cache_root() / f'fixes-build-{t.version}'
     if build:
-        series.git(work, 'checkout', '-q', '-f', base)
+        seriesmake.git(work, 'checkout', '-q', '-f', base)
         ok, why = series.configure(work, build_dir, BUILD_CONFIG, log)
         report.add(f'configure {build_dir.name}', ok, why or ', '.join(BUILD_CONFIG))
         build = ok
-    env = series.identity(who)
+    env = seriesmake.identity(who)
     for s in plan:
         branch = f'fixes-{s.name}'
-        series.git(work, 'checkout', '-q', '-f', '-B', branch, base)
+        seriesmake.git(work, 'checkout', '-q', '-f', '-B', branch, base)
         applied = True
         for patch in s.patches:
             if patch in s.posted:
@@ -320,11 +320,11 @@ def make_fixes_series(kver: str, who: str, out: Path, report: series.Report,
                            (res.stdout + res.stderr).strip() or 'git am failed')
                 applied = False
                 break
-            msg = signed_off(series.git(work, 'log', '-1', '--format=%B'), who)
+            msg = signed_off(seriesmake.git(work, 'log', '-1', '--format=%B'), who)
             # Our own fixes carry the placeholder author; a backport keeps its own.
-            author = series.git(work, 'log', '-1', '--format=%ae')
-            series.git(work, 'commit', '-q', '--amend', '-F', '-',
-                       *(['--reset-author'] if author == series.PLACEHOLDER else []),
+            author = seriesmake.git(work, 'log', '-1', '--format=%ae')
+            seriesmake.git(work, 'commit', '-q', '--amend', '-F', '-',
+                       *(['--reset-author'] if author == seriesmake.PLACEHOLDER else []),
                        env=env, stdin=msg)
             report.add(f'{s.name}: {patch} applies to the pristine tree', True,
                        f'git am on {label}' + (f' after {s.patches[0]}..'
@@ -340,24 +340,24 @@ def make_fixes_series(kver: str, who: str, out: Path, report: series.Report,
             ok, why = make(work, build_dir, ['vmlinux'], log)
             report.add(f'{s.name}: links into a vmlinux', ok, why or 'make vmlinux')
         dest = out / s.name
-        commits = series.git(work, 'rev-list', '--reverse', f'{base}..{branch}').split()
+        commits = seriesmake.git(work, 'rev-list', '--reverse', f'{base}..{branch}').split()
         diff = out / f'{s.name}.diff'
-        diff.write_text(series.git(work, 'diff', f'{base}..{branch}') + '\n')
+        diff.write_text(seriesmake.git(work, 'diff', f'{base}..{branch}') + '\n')
         try:
-            people, lists = series.maintainers(work, [diff])
+            people, lists = seriesmake.maintainers(work, [diff])
         finally:
             diff.unlink()
         to = [STABLE] if s.stable else people[:1]
         cc = [n for n in people + lists if n not in to]
-        series.git(work, 'format-patch', '-q', '--cover-letter', f'--base={base}',
+        seriesmake.git(work, 'format-patch', '-q', '--cover-letter', f'--base={base}',
                    '--no-signature', '--thread', f'--subject-prefix={s.prefix}',
                    *[f'--to={n}' for n in to], *[f'--cc={n}' for n in cc],
                    '-o', str(dest), f'{base}..{branch}', env=env)
         numbered = sorted(dest.glob('0*.patch'))
-        numbers = {patch: f'[{i}/{len(commits)}] ' + series.git(work, 'log', '-1', '--format=%s', c)
+        numbers = {patch: f'[{i}/{len(commits)}] ' + seriesmake.git(work, 'log', '-1', '--format=%s', c)
                    for i, (patch, c) in enumerate(zip(s.patches, commits), 1)}
         for p in numbered[1:]:
-            found = series.checkpatch(work, p)
+            found = seriesmake.checkpatch(work, p)
             # A stable backport carries upstream's text as merged: what
             # checkpatch finds there is listed, not held against it.
             kept = bool(found) and is_backport(p.read_text())
@@ -371,7 +371,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: series.Report,
         cover.write_text(data)
         report.add(f'{s.name}: cover letter', '***' not in data,
                    f'{len(numbered) - 1} patch(es) to {", ".join(to)}; cc {", ".join(cc)}')
-    series.git(work, 'checkout', '-q', '-f', base)
+    seriesmake.git(work, 'checkout', '-q', '-f', base)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -390,7 +390,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     out = (args.out or REPO / 'out' / f'{args.kver}-fixes-series').resolve()
-    report = series.Report(args.kver, kind='fixes-series')
+    report = seriesreport.Report(args.kver, kind='fixes-series')
 
     def job() -> int:
         try:
@@ -400,7 +400,7 @@ def main(argv: Sequence[str]) -> int:
         return report.finish(out)
 
     try:
-        who = series.signer(args.author, args.author_of_head)
+        who = seriesmake.signer(args.author, args.author_of_head)
         return tree.locked(f'fixes-series {args.kver}', job)
     except (seriesplan.SeriesError, tree.PrepareError) as e:
         print(f'cpuhp-kunit: fixes-series: {e}', file=sys.stderr)

@@ -2,9 +2,8 @@
 
 make KCONFIG_ADD=, KERNEL_ARGS=, QEMU_ARGS=, MAKE_OPTIONS=, ISOLATE=,
 FILTER_ATTR= and FILTER_ACTION= are handed on to kunit.py as they are
-(KUNIT_PY_FLAGS: this run's flag, kunit.py's flag): knob() reads each
-from a run's arguments ('' when unset), knob_context() says in
-verdict.json's context which are set. The make options of a build are
+(KUNIT_PY_FLAGS: this run's flag, kunit.py's flag); a RunSpec holds
+them (runspec.py). The make options of a build are
 this run's own (MAKE_OPTIONS: cpu.o and timekeeping.o profiled), then
 MAKE_OPTIONS='s, which may choose another compiler (LLVM=1, CC=):
 compiler() names the one kbuild runs, toolchain() what a kernel built
@@ -14,12 +13,13 @@ and why a run refuses them, is kunitcmd.py's.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
+
+from cpuhpk.runspec import RunSpec
 
 # kunit.py's own knobs, handed on as they are (make KCONFIG_ADD=, KERNEL_ARGS=,
 # QEMU_ARGS=, MAKE_OPTIONS=, ISOLATE=, FILTER_ATTR=, FILTER_ACTION=): this
@@ -39,25 +39,19 @@ MAKE_OPTIONS = ('CPUHP_KUNIT_GCOV=y',)
 LLVM_PACKAGES = ('clang', 'lld', 'llvm')
 
 
-def knob(args: argparse.Namespace, name: str) -> str:
-    """The value of kunit.py knob @name in @args ('' when unset, or when
-    @args comes from a caller that has none of them)."""
-    return str(getattr(args, name, '') or '')
-
-
-def kconfig_add(args: argparse.Namespace) -> List[str]:
+def kconfig_add(spec: RunSpec) -> List[str]:
     """KCONFIG_ADD's words: each one kunit.py --kconfig_add."""
-    return knob(args, 'kconfig_add').split()
+    return spec.kconfig_add.split()
 
 
-def kernel_args(args: argparse.Namespace) -> List[str]:
+def kernel_args(spec: RunSpec) -> List[str]:
     """KERNEL_ARGS's words: each one kunit.py --kernel_args, after this run's own."""
-    return knob(args, 'kernel_args').split()
+    return spec.kernel_args.split()
 
 
-def make_options(args: argparse.Namespace) -> List[str]:
+def make_options(spec: RunSpec) -> List[str]:
     """The make options of the build: MAKE_OPTIONS (gcov), then MAKE_OPTIONS='s words."""
-    return [*MAKE_OPTIONS, *knob(args, 'make_options').split()]
+    return [*MAKE_OPTIONS, *spec.make_options.split()]
 
 
 def make_variable(options: Sequence[str], name: str) -> Optional[str]:
@@ -122,8 +116,3 @@ def toolchain(build_dir: Path, options: Sequence[str], cross_compile: str = '',
             if m and m.group(1).strip():
                 return m.group(1).strip()
     return compiler_version(compiler(options, cross_compile))
-
-
-def knob_context(args: argparse.Namespace) -> Dict[str, str]:
-    """What verdict.json's context says of the kunit.py knobs that are set."""
-    return {name: knob(args, name) for name in KUNIT_PY_FLAGS if knob(args, name)}

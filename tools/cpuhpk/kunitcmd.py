@@ -1,6 +1,6 @@
 """The kunit.py command line of a run, and why a run's knobs cannot make one.
 
-kunit_command() is kunit.py run for a run's arguments (kunit.py exec when
+kunit_command() is kunit.py run for a run's RunSpec (kunit.py exec when
 the build directory holds the kernel of these very inputs, buildstamp.py):
 the kconfigs/ fragments of CONFIG= (fragments(); for CONFIG=debian,
 Debian's resolved configuration first, debian.py), the guest's CPUs and
@@ -15,13 +15,13 @@ FILTER_ATTR=, as 6.1, or one that cannot list its cases for ISOLATE=).
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import arch, attrs, debian, hostctl, knobs, tree
+from cpuhpk.runspec import RunSpec, two_threads
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +37,7 @@ KERNEL_ARGS = ('panic=-1', 'suspend.pm_test_delay=0', 'printk.time=0')
 STRICT_KERNEL_ARGS = ('cpuhp_kunit.sweep_wedging=1',)
 
 
-# The guest's CPU topology (make TOPOLOGY=): flat, one thread per core (one
+# The guest's CPU topology (make TOPOLOGY=, runspec.TOPOLOGIES): flat, one thread per core (one
 # socket per CPU, QEMU's default), or smt, one socket of cores with two
 # threads each, so that the SMT control has siblings to switch. QEMU's
 # default CPU (qemu64, AuthenticAMD family 0xf) shows 6.1 no siblings
@@ -59,16 +59,10 @@ STRICT_KERNEL_ARGS = ('cpuhp_kunit.sweep_wedging=1',)
 # without parallel bring-up do, and asks for the mitigations' nosmt
 # (mitigations=auto,nosmt: nothing more once SMT is forced off).
 HOTPLUG_SLOTS = 3
-TOPOLOGIES = ('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force')
 TOPOLOGY_KERNEL_ARGS: Dict[str, Tuple[str, ...]] = {
     'nosmt': ('nosmt',),
     'nosmt-force': ('nosmt=force', 'mitigations=auto,nosmt', 'cpuhp.parallel=0'),
 }
-
-
-def two_threads(topology: str) -> bool:
-    """Does @topology put two threads in each core?"""
-    return topology in ('smt', 'nosmt', 'nosmt-force')
 
 
 def smp_arg(smp: int, topology: str) -> str:
@@ -85,39 +79,39 @@ KCONFIG_WORD = re.compile(r'^CONFIG_\w+=\S+$')
 MAKE_WORD = re.compile(r'^[A-Za-z_]\w*=')
 
 
-def knob_errors(args: argparse.Namespace) -> Optional[str]:
-    """Why @args' kunit.py knobs cannot run as given (one line), None when they can."""
-    bad = [w for w in knobs.kconfig_add(args) if not KCONFIG_WORD.match(w)]
+def knob_errors(spec: RunSpec) -> Optional[str]:
+    """Why @spec's kunit.py knobs cannot run as given (one line), None when they can."""
+    bad = [w for w in knobs.kconfig_add(spec) if not KCONFIG_WORD.match(w)]
     if bad:
-        return (f'KCONFIG_ADD={knobs.knob(args, "kconfig_add")}: {bad[0]} is not '
+        return (f'KCONFIG_ADD={spec.kconfig_add}: {bad[0]} is not '
                 'CONFIG_<NAME>=<value> (words apart by spaces, CONFIG_X=n to turn one off)')
-    bad = [w for w in knobs.knob(args, 'make_options').split() if not MAKE_WORD.match(w)]
+    bad = [w for w in spec.make_options.split() if not MAKE_WORD.match(w)]
     if bad:
-        return (f'MAKE_OPTIONS={knobs.knob(args, "make_options")}: {bad[0]} is not X=Y '
+        return (f'MAKE_OPTIONS={spec.make_options}: {bad[0]} is not X=Y '
                 '(e.g. LLVM=1)')
-    if knobs.knob(args, 'filter_action') and not knobs.knob(args, 'filter_attr'):
-        return (f'FILTER_ACTION={knobs.knob(args, "filter_action")} says what becomes of the '
+    if spec.filter_action and not spec.filter_attr:
+        return (f'FILTER_ACTION={spec.filter_action} says what becomes of the '
                 'cases FILTER_ATTR= leaves out: FILTER_ATTR is empty')
-    if knobs.knob(args, 'filter_attr'):
+    if spec.filter_attr:
         try:
-            attrs.parse_attr_filter(knobs.knob(args, 'filter_attr'))
+            attrs.parse_attr_filter(spec.filter_attr)
         except ValueError as e:
-            return f'FILTER_ATTR={knobs.knob(args, "filter_attr")}: {e}'
-    if knobs.knob(args, 'isolate') and getattr(args, 'topology', 'flat') == 'hotplug':
-        return (f'ISOLATE={knobs.knob(args, "isolate")} boots QEMU once per '
-                f'{knobs.knob(args, "isolate")}: TOPOLOGY=hotplug\'s host control serves one QEMU')
-    opts = knobs.knob(args, 'make_options').split()
-    if 'debian' in str(getattr(args, 'config', '')).split('+') and \
+            return f'FILTER_ATTR={spec.filter_attr}: {e}'
+    if spec.isolate and spec.topology == 'hotplug':
+        return (f'ISOLATE={spec.isolate} boots QEMU once per '
+                f'{spec.isolate}: TOPOLOGY=hotplug\'s host control serves one QEMU')
+    opts = spec.make_options.split()
+    if 'debian' in spec.config.split('+') and \
             (knobs.make_variable(opts, 'LLVM') is not None
              or knobs.make_variable(opts, 'CC') is not None):
-        return (f'MAKE_OPTIONS={knobs.knob(args, "make_options")} with CONFIG={args.config}: '
+        return (f'MAKE_OPTIONS={spec.make_options} with CONFIG={spec.config}: '
                 'Debian\'s configuration is resolved once for gcc and cached without the make '
                 'options (tools/cpuhpk/debian.py): another compiler needs its own')
     return None
 
 
-def tree_errors(t: tree.Tree, args: argparse.Namespace) -> Optional[str]:
-    """Why the kernel @t or its kunit.py cannot do what @args' knobs ask (one line).
+def tree_errors(t: tree.Tree, spec: RunSpec) -> Optional[str]:
+    """Why the kernel @t or its kunit.py cannot do what @spec's knobs ask (one line).
 
     Each knob needs its kunit.py flag (knobs.KUNIT_PY_FLAGS): 6.12's and 6.1's
     kunit.py have all of them (Debian's 6.1.192 tools too: its kunit.py
@@ -131,21 +125,22 @@ def tree_errors(t: tree.Tree, args: argparse.Namespace) -> Optional[str]:
         source = t.kunit_py.read_text(errors='replace')
     except OSError:
         source = ''
-    for name, flag in knobs.KUNIT_PY_FLAGS.items():
-        if knobs.knob(args, name) and f"'{flag}'" not in source:
-            return (f'{knobs.KNOB_NAMES[name]}={knobs.knob(args, name)}: the kunit.py of linux '
+    for name, value in spec.set_knobs().items():
+        flag = knobs.KUNIT_PY_FLAGS[name]
+        if f"'{flag}'" not in source:
+            return (f'{knobs.KNOB_NAMES[name]}={value}: the kunit.py of linux '
                     f'{t.version} has no {flag}')
-    if knobs.knob(args, 'filter_attr') and \
+    if spec.filter_attr and \
             not (t.path / 'lib' / 'kunit' / 'attributes.c').is_file():
-        return (f'FILTER_ATTR={knobs.knob(args, "filter_attr")}: linux {t.version} has no KUnit '
+        return (f'FILTER_ATTR={spec.filter_attr}: linux {t.version} has no KUnit '
                 'test attributes (lib/kunit/attributes.c, since 6.6): nothing to filter on')
-    if knobs.knob(args, 'isolate'):
+    if spec.isolate:
         try:
             executor = (t.path / 'lib' / 'kunit' / 'executor.c').read_text(errors='replace')
         except OSError:
             executor = ''
         if '"list"' not in executor:
-            return (f'ISOLATE={knobs.knob(args, "isolate")}: linux {t.version}\'s KUnit '
+            return (f'ISOLATE={spec.isolate}: linux {t.version}\'s KUnit '
                     'cannot list its cases (kunit.action=list), which kunit.py --run_isolated '
                     'boots first')
     return None
@@ -193,63 +188,61 @@ def kernel_fragments(t: tree.Tree, config: str, arch_name: str = arch.HOST,
     return frags
 
 
-def stress_kernel_args(args: argparse.Namespace) -> List[str]:
+def stress_kernel_args(spec: RunSpec) -> List[str]:
     """cpuhp_stress's seed and length, when set (0: the suite's own)."""
     out = []
-    if getattr(args, 'seed', 0):
-        out.append(f'cpuhp_kunit.stress_seed={args.seed}')
-    if getattr(args, 'stress_ops', 0):
-        out.append(f'cpuhp_kunit.stress_ops={args.stress_ops}')
+    if spec.seed:
+        out.append(f'cpuhp_kunit.stress_seed={spec.seed}')
+    if spec.stress_ops:
+        out.append(f'cpuhp_kunit.stress_ops={spec.stress_ops}')
     return out
 
 
-def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
+def kunit_command(t: tree.Tree, spec: RunSpec, build_dir: Path,
                   out: Path, qemu_config: Path,
                   control: Optional[hostctl.Control] = None,
                   frags: Optional[List[Path]] = None, build: bool = True) -> List[str]:
-    """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest()),
+    """kunit.py run for @spec; @qemu_config boots the initramfs (gcov.guest()),
     @control serves the guest's hot-add requests (TOPOLOGY=hotplug), @frags
     are the kconfigs (default: kernel_fragments()); without @build kunit.py
     exec: the kernel built before (buildstamp.reusable_build())."""
-    a = arch.get(getattr(args, 'arch', arch.HOST))
-    qemu = f'-smp {smp_arg(args.smp, getattr(args, "topology", "flat"))}'
+    a = arch.get(spec.arch)
+    qemu = f'-smp {smp_arg(spec.smp, spec.topology)}'
     if control is not None:
         qemu += f' {control.qemu_args()}'
-    isolate = knobs.knob(args, 'isolate')
-    frags = frags or kernel_fragments(t, args.config, a.name, knobs.make_options(args))
+    frags = frags or kernel_fragments(t, spec.config, a.name, knobs.make_options(spec))
     cmd = [sys.executable, str(t.kunit_py), 'run' if build else 'exec',
            *[f'--kunitconfig={f}' for f in frags],
            f'--build_dir={build_dir}',
-           *([f'--jobs={args.jobs}'] if build else []), f'--timeout={args.timeout}',
+           *([f'--jobs={spec.jobs}'] if build else []), f'--timeout={spec.timeout}',
            f'--qemu_args={qemu}']
-    if knobs.knob(args, 'qemu_args'):
+    if spec.qemu_args:
         # Split by kunit.py as a shell would (shlex), after this run's own.
-        cmd.append(f'--qemu_args={knobs.knob(args, "qemu_args")}')
-    if isolate:
+        cmd.append(f'--qemu_args={spec.qemu_args}')
+    if spec.isolate:
         # One boot per suite or case; each boot's console printed whole
         # (--raw_output=all) is the only place all of them are kept:
         # kunit.py's test.log and --json hold its last boot alone.
-        cmd += [f'--run_isolated={isolate}', '--raw_output=all']
+        cmd += [f'--run_isolated={spec.isolate}', '--raw_output=all']
     else:
         cmd.append(f'--json={out / "results.json"}')
-    cmd += [f'--make_options={o}' for o in knobs.make_options(args)]
-    cmd += [f'--kconfig_add={w}' for w in knobs.kconfig_add(args)]
+    cmd += [f'--make_options={o}' for o in knobs.make_options(spec)]
+    cmd += [f'--kconfig_add={w}' for w in knobs.kconfig_add(spec)]
     cmd.append(f'--qemu_config={qemu_config}')
     if a.cross_compile:
         cmd.append(f'--cross_compile={a.cross_compile}')
     cmd += [f'--kernel_args={k}' for k in KERNEL_ARGS]
-    cmd += [f'--kernel_args={k}'
-            for k in TOPOLOGY_KERNEL_ARGS.get(getattr(args, 'topology', 'flat'), ())]
+    cmd += [f'--kernel_args={k}' for k in TOPOLOGY_KERNEL_ARGS.get(spec.topology, ())]
     if control is not None:
         cmd.append(f'--kernel_args={hostctl.KERNEL_ARG}')
-    if args.strict:
+    if spec.strict:
         cmd += [f'--kernel_args={k}' for k in STRICT_KERNEL_ARGS]
-    cmd += [f'--kernel_args={k}' for k in stress_kernel_args(args)]
-    cmd += [f'--kernel_args={k}' for k in knobs.kernel_args(args)]
-    if knobs.knob(args, 'filter_attr'):
-        cmd.append(f'--filter={knobs.knob(args, "filter_attr")}')
-    if knobs.knob(args, 'filter_action'):
-        cmd.append(f'--filter_action={knobs.knob(args, "filter_action")}')
-    if args.filter:
-        cmd.append(args.filter)
+    cmd += [f'--kernel_args={k}' for k in stress_kernel_args(spec)]
+    cmd += [f'--kernel_args={k}' for k in knobs.kernel_args(spec)]
+    if spec.filter_attr:
+        cmd.append(f'--filter={spec.filter_attr}')
+    if spec.filter_action:
+        cmd.append(f'--filter_action={spec.filter_action}')
+    if spec.filter:
+        cmd.append(spec.filter)
     return cmd

@@ -3,14 +3,14 @@
 make coverage boots the same kernel once per guest topology (flat, smt,
 hotplug, nosmt, nosmt-force: arch.Arch.topologies, in that order) and each
 boot leaves an lcov tracefile, out/<KVER>[-<CONFIG>][-<topology>]/coverage.info
-(run.out_dir()). A mutant's changed lines are the pre-image lines of its
+(RunSpec.output_dir()). A mutant's changed lines are the pre-image lines of its
 hunks (hunks()); its guests are those whose tracefile records one of them
 as executed (route()), flat first, then make coverage's order. The first
 of them is the mutant's road. A mutant no guest reaches is not covered: no
 run could kill it, and make mutate counts it red.
 
 A tracefile counts only while the tree digests as it did when the
-tracefile was made (buildstamp.coverage_sources(), written by run.py):
+tracefile was made (buildstamp.coverage_sources(), written by execute.py):
 its line numbers describe those sources and no others. A guest whose
 tracefile is missing or was made from other sources is run first as make
 coverage runs it, unmutated (fresh_coverage()).
@@ -18,14 +18,14 @@ coverage runs it, unmutated (fresh_coverage()).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import re
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import arch, buildstamp, coverage, gcov, run, tree, usertree
+from cpuhpk import arch, buildstamp, coverage, gcov, tree, usertree
 from cpuhpk.gcov import FileCov
+from cpuhpk.runspec import RunSpec
 
 HUNK = re.compile(r'^@@ -(\d+)(?:,(\d+))? \+\d+(?:,(\d+))? @@')
 # The road of a mutant that no guest reaches.
@@ -153,11 +153,10 @@ def staleness(info: Path, sources: Optional[str]) -> str:
     return ''
 
 
-def tracefiles(args: argparse.Namespace, user: Optional[usertree.Resolved]) -> Dict[str, Path]:
-    """Where make coverage leaves each guest's tracefile for @args's kernel."""
-    return {g: run.out_dir(args.kver, args.config, False, user, int(args.smp), g,
-                           args.arch) / 'coverage.info'
-            for g in arch.get(args.arch).topologies}
+def tracefiles(spec: RunSpec, user: Optional[usertree.Resolved]) -> Dict[str, Path]:
+    """Where make coverage leaves each guest's tracefile for @spec's kernel."""
+    return {g: coverage_spec(spec, g, spec.timeout).output_dir(user) / 'coverage.info'
+            for g in arch.get(spec.arch).topologies}
 
 
 def guest_filter(user_filter: str, topology: str) -> str:
@@ -165,13 +164,11 @@ def guest_filter(user_filter: str, topology: str) -> str:
     return user_filter or coverage.TOPOLOGY_FILTERS.get(topology, '')
 
 
-def coverage_arguments(args: argparse.Namespace, topology: str, timeout: int) -> List[str]:
-    """run.py's arguments of make coverage's run of @topology with @args's kernel."""
-    return ['--kver', args.kver, '--arch', args.arch, '--smp', str(args.smp),
-            '--config', args.config, '--timeout', str(timeout), '--seed', str(args.seed),
-            '--stress-ops', str(args.stress_ops), '--topology', topology,
-            '--filter', coverage.TOPOLOGY_FILTERS.get(topology, ''),
-            *run.tree_arguments(args)]
+def coverage_spec(spec: RunSpec, topology: str, timeout: int) -> RunSpec:
+    """make coverage's run of @topology with @spec's kernel, CPUs and stress walk."""
+    return dataclasses.replace(spec, topology=topology, timeout=timeout,
+                               filter=coverage.TOPOLOGY_FILTERS.get(topology, ''),
+                               strict=False, coverage_report=True, out=None)
 
 
 def fresh_coverage(infos: Dict[str, Path], sources: Optional[str],
@@ -196,16 +193,18 @@ def fresh_coverage(infos: Dict[str, Path], sources: Optional[str],
     return {g: gcov.parse_info(info.read_text()) for g, info in infos.items()}, ''
 
 
-def routes(patches: Sequence[Path], t: tree.Tree, args: argparse.Namespace,
-           run_guest: Callable[[str], int]) -> Tuple[Optional[Dict[Path, List[str]]], str]:
-    """Each mutant's guests (route()), by the tracefiles of @args's kernel
-    (tracefiles()) of the sources @t holds now: those missing or stale are
-    made first with @run_guest (fresh_coverage()). (None, why) when that fails."""
-    infos = tracefiles(args, args.user)
+def routes(patches: Sequence[Path], t: tree.Tree, spec: RunSpec,
+           user: Optional[usertree.Resolved], run_guest: Callable[[str], int]
+           ) -> Tuple[Optional[Dict[Path, List[str]]], str]:
+    """Each mutant's guests (route()), by the tracefiles of @spec's kernel
+    (tracefiles(), @user: its TREE=) of the sources @t holds now: those
+    missing or stale are made first with @run_guest (fresh_coverage()).
+    (None, why) when that fails."""
+    infos = tracefiles(spec, user)
     covs, why = fresh_coverage(infos, buildstamp.source_digest(t), run_guest)
     if why:
         return None, why
-    order = arch.get(args.arch).topologies
+    order = arch.get(spec.arch).topologies
     return {p: route(hunks(p.read_text(errors='replace')), covs, t.path, order)
             for p in patches}, ''
 

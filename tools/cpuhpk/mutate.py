@@ -40,7 +40,9 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, junit, kunitcmd, mutant_guests, run, tree, usertree, verdict  # noqa: E402
+from cpuhpk import (arch, execute, junit, mutant_guests, proc, runspec, tree, usertree,  # noqa: E402
+                    verdict)
+from cpuhpk.runspec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
@@ -116,33 +118,24 @@ def classify(name: str, out: Path, rc: int, seconds: float, text: str) -> Outcom
     return Outcome(name, 'killed', by, seconds, text)
 
 
-Runner = Callable[[Sequence[str], Dict[str, str]], int]
+Runner = Callable[[RunSpec, Dict[str, str]], int]
 
 
-def run_child(run_args: Sequence[str], env: Dict[str, str]) -> int:
-    """run.py with @run_args under the cache's lock we hold; its exit status."""
-    with subprocess.Popen([sys.executable, str(RUN_PY), *run_args], env=env,
+def run_child(spec: RunSpec, env: Dict[str, str]) -> int:
+    """run.py of @spec in a process group of its own, under the cache's lock
+    we hold; its exit status. Ended on any exception here: run.py ends
+    kunit.py, make and QEMU on SIGTERM, and only then may the tree change
+    under them."""
+    with subprocess.Popen([sys.executable, str(RUN_PY), *spec.argv()], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          pass_fds=tree.lock_fds()) as child:
-        try:
-            return child.wait()
-        except BaseException:
-            # run.py ends kunit.py, make and QEMU on SIGTERM; only then
-            # may the tree change under them.
-            with run.signals_deferred():
-                child.terminate()
-                try:
-                    child.wait(CHILD_GRACE)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
-            raise
+                          pass_fds=tree.lock_fds(), start_new_session=True) as child:
+        return proc.wait_group(child, CHILD_GRACE)
 
 
-def run_one(patch: Path, t: tree.Tree, guests: Dict[str, List[str]], out: Path,
+def run_one(patch: Path, t: tree.Tree, guests: Dict[str, RunSpec], out: Path,
             runner: Runner = run_child) -> Outcome:
-    """@patch applied, run on each of @guests in turn (topology: its run.py
-    arguments) until one run does not survive it, into @out/<topology>/."""
+    """@patch applied, run on each of @guests in turn (topology: its run)
+    until one run does not survive it, into @out/<topology>/."""
     hs = mutant_guests.hunks(patch.read_text(errors='replace'))
     lines, road = mutant_guests.describe(hs), mutant_guests.road(list(guests))
     check = tree.git(t.path, 'apply', '--check', str(patch.resolve()), check=False)
@@ -157,9 +150,9 @@ def run_one(patch: Path, t: tree.Tree, guests: Dict[str, List[str]], out: Path,
     shutil.rmtree(out, ignore_errors=True)      # no guest's run of an earlier set
     tree.git(t.path, 'apply', str(patch.resolve()))
     try:
-        for guest, run_args in guests.items():
+        for guest, spec in guests.items():
             started = time.monotonic()
-            rc = runner([*run_args, '--out', str(out / guest)],
+            rc = runner(dataclasses.replace(spec, out=out / guest),
                         dict(os.environ, CPUHP_KUNIT_DIRTY='1'))
             o = classify(patch.stem, out / guest, rc, time.monotonic() - started, promise(patch))
             runs.append(GuestRun(guest, o.verdict, o.by, o.seconds))
@@ -219,7 +212,7 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument('--mutants', type=Path, default=REPO / 'mutants')
     ap.add_argument('--kver', default='6.12')
     ap.add_argument('--arch', choices=tuple(arch.ARCHES), default=arch.HOST)
-    ap.add_argument('--smp', default='4')
+    ap.add_argument('--smp', type=int, default=4)
     ap.add_argument('--filter', default='')
     ap.add_argument('--timeout', default='',
                     help="seconds a mutant's kernel run may take (default: derived from the "
@@ -231,19 +224,24 @@ def main(argv: Sequence[str]) -> int:
                     'passed on: the mutants are written against the test series')
     ap.add_argument('--shard', default='', metavar='I/N',
                     help='run only the I-th of N shards of the sorted mutants (1-based)')
-    ap.add_argument('--seed', default='0', help='cpuhp_stress seed for every mutant run')
-    ap.add_argument('--stress-ops', default='0', help='cpuhp_stress operations per run')
-    run.add_tree_arguments(ap)
+    ap.add_argument('--seed', type=int, default=0, help='cpuhp_stress seed for every mutant run')
+    ap.add_argument('--stress-ops', type=int, default=0, help='cpuhp_stress operations per run')
+    runspec.add_tree_arguments(ap)
     args = ap.parse_args(argv)
-    if int(args.smp) % 2 and any(kunitcmd.two_threads(x) for x in arch.get(args.arch).topologies):
+    if args.smp % 2 and any(runspec.two_threads(x) for x in arch.get(args.arch).topologies):
         ap.error(f'make mutate may run a mutant on the SMT guests too (two threads per core): '
                  f'SMP={args.smp} is odd')
-    args.fixes = 0
+    # FIXES is not passed on: the mutants are written against the test series.
+    spec = RunSpec(kver=args.kver, arch=args.arch, smp=args.smp, config=args.config,
+                   filter=args.filter, seed=args.seed, stress_ops=args.stress_ops,
+                   strict=args.strict == '1', coverage_report=False,
+                   tree=runspec.tree_spec(args))
     try:
-        args.user = run.resolve_user(args)
+        user = spec.resolved()
     except tree.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
+    spec = spec.for_user(user)
     try:
         patches = mutant_set(args.mutants, args.kver, args.arch)
     except ValueError as e:
@@ -252,7 +250,7 @@ def main(argv: Sequence[str]) -> int:
     if not patches:
         print(f'cpuhp-kunit: error: no *.patch in {args.mutants}', file=sys.stderr)
         return 1
-    args.total = len(patches)
+    total = len(patches)
     try:
         patches = shard(patches, args.shard)
     except ValueError as e:
@@ -260,8 +258,12 @@ def main(argv: Sequence[str]) -> int:
         return 2
     # SIGTERM as well as Ctrl-C unwinds through run_one(): the child run is
     # ended and the mutant reversed before the process ends.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    return tree.locked(f'make mutate KVER={args.kver}', lambda: mutate(args, patches))
+    proc.raise_on_signals((signal.SIGTERM,))
+    try:
+        return tree.locked(f'make mutate KVER={spec.kver}', lambda: mutate(
+            spec, user, patches, args.shard, args.timeout, total))
+    except proc.Interrupted as e:
+        return 128 + e.signum
 
 
 def mutant_set(mutants: Path, kver: str, arch_name: str = arch.HOST) -> List[Path]:
@@ -318,7 +320,7 @@ def out_base(kver: str, config: str, shard_spec: str,
     TREE=: out/tree-<name>-<rev>[-<CONFIG>]-mutate[-<I>of<N>].
     """
     part = f"-{shard_spec.replace('/', 'of')}" if shard_spec else ''
-    runs = run.out_dir(kver, config, False, user, arch_name=arch_name)
+    runs = RunSpec(kver=kver, config=config, arch=arch_name).output_dir(user)
     return runs.with_name(f'{runs.name}-mutate{part}')
 
 
@@ -351,12 +353,11 @@ def derived_timeout(baseline_running: float) -> int:
     return max(TIMEOUT_FLOOR, math.ceil(2 * baseline_running + 30))
 
 
-def baseline(run_args: List[str], out: Path) -> Tuple[Optional[float], str]:
-    """Run the unmutated kernel with the same arguments: (its seconds in
-    QEMU, '') when green, (None, why) when not: on a red kernel every
-    mutant would count as killed."""
-    rc = run_child([*run_args, '--timeout', str(BASELINE_TIMEOUT), '--out', str(out)],
-                   dict(os.environ))
+def baseline(spec: RunSpec, out: Path) -> Tuple[Optional[float], str]:
+    """Run the unmutated kernel of @spec into @out: (its seconds in QEMU,
+    '') when green, (None, why) when not: on a red kernel every mutant
+    would count as killed."""
+    rc = run_child(dataclasses.replace(spec, out=out), dict(os.environ))
     v = verdict.read_json(out / 'verdict.json')[0] if (out / 'verdict.json').is_file() else None
     if rc != 0 or v is None or not v.ok:
         return None, (f'the unmutated kernel is red (exit {rc}; {out}): every mutant would '
@@ -372,48 +373,48 @@ def baseline_dir(base: Path, guest: str) -> Path:
     return base / ('baseline' if guest == 'flat' else f'baseline-{guest}')
 
 
-def mutate(args: argparse.Namespace, patches: Sequence[Path]) -> int:
-    t = run.prepare_tree(args, args.user)
-    run_args = ['--kver', args.kver, '--arch', args.arch, '--smp', args.smp,
-                '--config', args.config, '--seed', args.seed,
-                '--stress-ops', args.stress_ops, '--strict', args.strict, '--no-coverage-report',
-                *run.tree_arguments(args)]
-    base = out_base(args.kver, args.config, args.shard, args.user, args.arch)
+def mutate(spec: RunSpec, user: Optional[usertree.Resolved], patches: Sequence[Path],
+           shard_spec: str = '', timeout: str = '', total: int = 0) -> int:
+    """Each of @patches (the @shard_spec shard of @total) run as @spec (with
+    @user, its TREE=) on its guests; a mutant's run there times out after
+    @timeout seconds (default: derived_timeout() of the unmutated run's)."""
+    t = execute.prepare_tree(spec, user)
+    base = out_base(spec.kver, spec.config, shard_spec, user, spec.arch)
     chosen, why = mutant_guests.routes(
-        patches, t, args, lambda g: run_child(
-            mutant_guests.coverage_arguments(args, g, BASELINE_TIMEOUT), dict(os.environ)))
+        patches, t, spec, user, lambda g: run_child(
+            mutant_guests.coverage_spec(spec, g, BASELINE_TIMEOUT), dict(os.environ)))
     if chosen is None:
         print(f'cpuhp-kunit: error: {why}', file=sys.stderr)
         return 1
-    needed = [g for g in arch.get(args.arch).topologies if any(g in r for r in chosen.values())]
+    needed = [g for g in arch.get(spec.arch).topologies if any(g in r for r in chosen.values())]
     roads = [mutant_guests.road(r) for r in chosen.values()]
     print('cpuhp-kunit: guests by coverage: ' + ', '.join(
         [f'{roads.count(g)} mutant(s) first reached by {g}' for g in needed if roads.count(g)]
         + [f'{roads.count(mutant_guests.NO_ROAD)} by none (not covered)']), flush=True)
-    guest_args: Dict[str, List[str]] = {}
+    guest_specs: Dict[str, RunSpec] = {}
     for g in needed:
-        g_args = [*run_args, '--topology', g,
-                  '--filter', mutant_guests.guest_filter(args.filter, g)]
-        secs, why = baseline(g_args, baseline_dir(base, g))
+        g_spec = dataclasses.replace(spec, topology=g, timeout=BASELINE_TIMEOUT,
+                                     filter=mutant_guests.guest_filter(spec.filter, g))
+        secs, why = baseline(g_spec, baseline_dir(base, g))
         if secs is None:
             print(f'cpuhp-kunit: error: the {g} guest: {why}', file=sys.stderr)
             return 1
-        timeout = int(args.timeout) if args.timeout else derived_timeout(secs)
+        seconds = int(timeout) if timeout else derived_timeout(secs)
         print(f'cpuhp-kunit: the unmutated kernel is green on the {g} guest, {secs:.0f} s in '
-              f'QEMU: a mutant run there times out after {timeout} s' + (
-                  '' if args.timeout else ' (twice that plus 30 s, at least 60 s)'), flush=True)
-        guest_args[g] = [*g_args, '--timeout', str(timeout)]
+              f'QEMU: a mutant run there times out after {seconds} s' + (
+                  '' if timeout else ' (twice that plus 30 s, at least 60 s)'), flush=True)
+        guest_specs[g] = dataclasses.replace(g_spec, timeout=seconds)
     outcomes: List[Outcome] = []
     for patch in patches:
-        o = run_one(patch, t, {g: guest_args[g] for g in chosen[patch]}, base / patch.stem)
+        o = run_one(patch, t, {g: guest_specs[g] for g in chosen[patch]}, base / patch.stem)
         outcomes.append(o)
         print(f'{o.mutant:45} {o.verdict:15} {o.seconds:5.0f}s  {o.road:11} {note(o)}',
               flush=True)
         if o.detail:
             print('\n'.join(f'    {ln}' for ln in o.detail.splitlines()[:10]), flush=True)
-    return report(outcomes, base, {'kver': args.kver, 'arch': args.arch, 'config': args.config,
-                                   'strict': args.strict, 'shard': args.shard,
-                                   'total': args.total})
+    return report(outcomes, base, {'kver': spec.kver, 'arch': spec.arch, 'config': spec.config,
+                                   'strict': str(int(spec.strict)), 'shard': shard_spec,
+                                   'total': total})
 
 
 # The columns of the per-road counts; 'other': not applicable, run errors.
@@ -423,7 +424,7 @@ ROAD_COLUMNS = ('killed', 'survived', 'not-covered', 'invalid', 'other')
 def road_counts(outcomes: Sequence[Outcome]) -> Dict[str, Dict[str, int]]:
     """Per road (the guest that first reaches a mutant, in make coverage's
     order, then mutant_guests.NO_ROAD), how many mutants of each verdict."""
-    order = [*kunitcmd.TOPOLOGIES, mutant_guests.NO_ROAD]
+    order = [*runspec.TOPOLOGIES, mutant_guests.NO_ROAD]
     counts: Dict[str, Dict[str, int]] = {}
     for o in sorted(outcomes, key=lambda o: order.index(o.road) if o.road in order
                     else len(order)):

@@ -35,7 +35,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import gcov, hygiene, kunitcmd, run, tree  # noqa: E402
+from cpuhpk import execute, gcov, hygiene, kunitcmd, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / 'tools' / 'tests' / 'data' / 'reports'
@@ -191,7 +191,7 @@ def build(t: tree.Tree, build_dir: Path, jobs: int) -> None:
            f'--kunitconfig={kunitcmd.fragment("reports")}',
            f'--build_dir={build_dir}', f'--jobs={jobs}']
     tree.log('building ' + ' '.join(cmd[2:]))
-    rc = subprocess.run(cmd, cwd=t.path, timeout=run.BUILD_TIMEOUT, check=False).returncode
+    rc = subprocess.run(cmd, cwd=t.path, timeout=execute.BUILD_TIMEOUT, check=False).returncode
     if rc:
         raise tree.PrepareError(f'the reports kernel did not build (kunit.py exited {rc})')
 
@@ -199,7 +199,7 @@ def build(t: tree.Tree, build_dir: Path, jobs: int) -> None:
 def reports(args: argparse.Namespace) -> int:
     tree.ensure_packages(gcov.PACKAGES)
     t = tree.prepare(args.kver, REPO)
-    build_dir = run.build_dir_of(t, 'reports')
+    build_dir = execute.build_dir_of(t, 'reports')
     build_dir.mkdir(parents=True, exist_ok=True)
     build(t, build_dir, args.jobs)
     out = REPO / 'out' / 'reports'

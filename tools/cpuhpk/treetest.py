@@ -36,7 +36,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import bisect, junit, run, tree, usertree, verdict  # noqa: E402
+from cpuhpk import bisect, execute, judging, junit, tree, usertree, verdict  # noqa: E402
+from cpuhpk.runspec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 MUTANT = REPO / 'mutants' / 'install-no-rollback.patch'
@@ -197,9 +198,10 @@ def verdict_of(out: Path) -> Tuple[bool, List[str], Dict[str, str]]:
     return v.ok, sorted(f'{p.category} {p.name}' for p in v.problems), ctx
 
 
-def run_tree(user: Path, out: Path, *extra: str, smp: str, timeout: str) -> int:
-    return run.main(['--tree', str(user), '--smp', smp, '--timeout', timeout,
-                     '--filter', FILTER, '--no-coverage-report', '--out', str(out), *extra])
+def run_tree(user: usertree.Spec, out: Path, smp: int, timeout: int) -> int:
+    """make run of the tree @user with tree-test's FILTER, into @out."""
+    return execute.execute(RunSpec(tree=user, smp=smp, timeout=timeout, filter=FILTER,
+                                   coverage_report=False, out=out))
 
 
 def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
@@ -207,7 +209,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
     user = tree.cache_root() / 'tree-test' / 'linux'
     revs = make_user_tree(cached, user)
     before = snapshot(user)
-    smp, timeout = str(args.smp), str(args.timeout)
+    smp, timeout = int(args.smp), int(args.timeout)
 
     def timed(name: str, job: Callable[[], Tuple[bool, str]]) -> None:
         started = time.monotonic()
@@ -218,7 +220,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
         record(Check(name, ok, detail, time.monotonic() - started))
 
     def local_red() -> Tuple[bool, str]:
-        rc = run_tree(user, OUT / 'local', smp=smp, timeout=timeout)
+        rc = run_tree(usertree.Spec(user), OUT / 'local', smp, timeout)
         ok, problems, ctx = verdict_of(OUT / 'local')
         killed = [p for p in problems if p.split()[0] in ('failed', 'crashed', 'kernel-log')]
         good = rc == 1 and not ok and bool(killed) and 'with the uncommitted' in ctx['local']
@@ -226,20 +228,20 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
             f'{ctx.get("local")}'
 
     def local_off() -> Tuple[bool, str]:
-        rc = run_tree(user, OUT / 'local0', '--local', '0', smp=smp, timeout=timeout)
+        rc = run_tree(usertree.Spec(user, local=False), OUT / 'local0', smp, timeout)
         ok, problems, ctx = verdict_of(OUT / 'local0')
         return rc == 0 and ok, f'exit {rc}, {"; ".join(problems[:3]) or "green"}; ' \
             f'{ctx.get("local")}'
 
     def judge_same() -> Tuple[bool, str]:
-        rc = run.main(['--judge', str(OUT / 'local' / 'console.log'), '--kver', '6.12',
-                       '--smp', smp, '--filter', FILTER, '--out', str(OUT / 'local-judge')])
+        rc = judging.judge_file(RunSpec(console=OUT / 'local' / 'console.log', kver='6.12',
+                                        smp=smp, filter=FILTER, out=OUT / 'local-judge'))
         a, b = verdict_of(OUT / 'local'), verdict_of(OUT / 'local-judge')
         return rc == 1 and a[:2] == b[:2], f'make judge exit {rc}: {b[1][:3]}'
 
     def bisect_history(name: str, bad: str, commits: int, skipped: str) -> Tuple[bool, str]:
         rc = bisect.main(['--tree', str(user), '--good', revs['baseline'], '--bad', revs[name],
-                          '--smp', smp, '--filter', FILTER, '--timeout', timeout])
+                          '--smp', str(smp), '--filter', FILTER, '--timeout', str(timeout)])
         result = json.loads((REPO / 'out' / f'bisect-{user.name}' / 'result.json').read_text())
         (OUT / f'bisect-{name}.json').write_text(json.dumps(result, indent=1) + '\n')
         limit = math.ceil(math.log2(commits)) + 1 + (1 if skipped else 0)
@@ -252,8 +254,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
                       f"skipped {result.get('skipped')}, turned red: {red[:2]}")
 
     def conflict() -> Tuple[bool, str]:
-        rc = run_tree(user, OUT / 'conflict', '--rev', revs['conflict'], smp=smp,
-                      timeout=timeout)
+        rc = run_tree(usertree.Spec(user, revs['conflict']), OUT / 'conflict', smp, timeout)
         _, problems, _ = verdict_of(OUT / 'conflict')
         v, _ = verdict.read_json(OUT / 'conflict' / 'verdict.json')
         msg = v.problems[0].message if v.problems else ''

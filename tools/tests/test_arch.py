@@ -9,7 +9,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, coverage, gcov, kunitcmd, mutate, run, series, tree
+from cpuhpk import arch, coverage, execute, gcov, kunitcmd, mutate, run, runspec, series, tree
+from cpuhpk.runspec import RunSpec
+from tests.test_run import out_name
 
 
 class ArchTest(unittest.TestCase):
@@ -19,42 +21,44 @@ class ArchTest(unittest.TestCase):
 
     def test_x86_64_keeps_its_names_arm64_gets_a_suffix(self) -> None:
         """out/ and build directories of x86_64 are those before ARCH= existed."""
-        self.assertEqual(run.out_dir('6.12', 'default').name, '6.12')
-        self.assertEqual(run.out_dir('6.12', 'default', arch_name='arm64').name, '6.12-arm64')
-        self.assertEqual(run.out_dir('6.1', 'debug', True, smp=2, arch_name='arm64').name,
+        self.assertEqual(out_name('6.12', 'default'), '6.12')
+        self.assertEqual(out_name('6.12', 'default', arch='arm64'), '6.12-arm64')
+        self.assertEqual(out_name('6.1', 'debug', fixes=True, smp=2, arch='arm64'),
                          '6.1-debug-arm64-smp2-fixes')
         t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/linux'))
-        self.assertEqual(run.build_dir_of(t, 'default').name, 'build-6.12.118-default')
-        self.assertEqual(run.build_dir_of(t, 'default', 'arm64').name,
+        self.assertEqual(execute.build_dir_of(t, 'default').name, 'build-6.12.118-default')
+        self.assertEqual(execute.build_dir_of(t, 'default', 'arm64').name,
                          'build-6.12.118-default-arm64')
         # MAKE_OPTIONS= builds apart: a clang kernel never replaces the gcc one.
-        self.assertEqual(run.build_dir_of(t, 'default', 'x86_64', 'LLVM=1').name,
+        self.assertEqual(execute.build_dir_of(t, 'default', 'x86_64', 'LLVM=1').name,
                          'build-6.12.118-default-LLVM-1')
-        self.assertEqual(run.build_dir_of(t, 'default', 'x86_64', 'CONFIG_DEBUG_INFO_DWARF5=y').name,
+        self.assertEqual(execute.build_dir_of(t, 'default', 'x86_64',
+                                              'CONFIG_DEBUG_INFO_DWARF5=y').name,
                          'build-6.12.118-default-DEBUG-INFO-DWARF5-y')
-        long = run.build_dir_of(t, 'default', 'x86_64', 'KCFLAGS=-O1 ' * 4).name
+        long = execute.build_dir_of(t, 'default', 'x86_64', 'KCFLAGS=-O1 ' * 4).name
         self.assertRegex(long, r'^build-6\.12\.118-default-KCFLAGS-O1-KCFLAGS-O1-K-[0-9a-f]{8}$')
         fixed = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/l'),
                           key='6.12.118-fixes')
-        self.assertEqual(run.build_dir_of(fixed, 'default').name, 'build-6.12.118-fixes-default')
+        self.assertEqual(execute.build_dir_of(fixed, 'default').name,
+                         'build-6.12.118-fixes-default')
         self.assertEqual(mutate.out_base('6.12', 'default', '1/4', None, 'arm64').name,
                          '6.12-arm64-mutate-1of4')
 
     def test_fragments_add_the_architecture_s_own(self) -> None:
         """x86_64's hypervisor guest and PCI lines come from kconfigs/x86_64/."""
-        k = run.REPO / 'kconfigs'
+        k = runspec.REPO / 'kconfigs'
         self.assertEqual(kunitcmd.fragments('default', '6.12'),
                          [k / 'default.config', k / 'x86_64' / 'default.config'])
         self.assertEqual(kunitcmd.fragments('default', '6.12', 'arm64'), [k / 'default.config'])
         self.assertNotIn('CONFIG_HYPERVISOR_GUEST', (k / 'default.config').read_text())
 
     def test_arm64_cross_compiles(self) -> None:
-        args = run.parser().parse_args(['--arch', 'arm64'])
+        args = RunSpec.from_argv(['--arch', 'arm64'])
         t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/linux'))
         cmd = kunitcmd.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'),
                                      frags=[Path('/f.config')])
         self.assertIn('--cross_compile=aarch64-linux-gnu-', cmd)
-        args = run.parser().parse_args([])
+        args = RunSpec.from_argv([])
         cmd = kunitcmd.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'),
                                      frags=[Path('/f.config')])
         self.assertFalse([c for c in cmd if c.startswith('--cross_compile')])

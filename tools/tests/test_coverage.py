@@ -14,7 +14,8 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import arch, coverage, gcov, hygiene, kunitcmd, run, tree, verdict
+from cpuhpk import arch, coverage, execute, gcov, hygiene, judging, runspec, tree, verdict
+from cpuhpk.runspec import RunSpec
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -215,35 +216,30 @@ class InfoTest(unittest.TestCase):
 
     def test_every_topology_runs_and_a_missing_one_is_red(self) -> None:
         with tempfile.TemporaryDirectory() as d:
-            def fake_run(argv: List[str]) -> int:
-                topology = argv[argv.index('--topology') + 1]
-                if topology != 'hotplug':
-                    out = Path(d, topology)
-                    out.mkdir()
+            ran: List[RunSpec] = []
+
+            def fake_run(spec: RunSpec) -> int:
+                ran.append(spec)
+                if spec.topology != 'hotplug':
+                    out = spec.output_dir()
+                    out.mkdir(parents=True)
                     (out / 'coverage.info').write_text(INFO)
                 return 0
 
-            def fake_out(*a: object, **kw: object) -> Path:
-                return Path(d, str(a[5]) if len(a) > 5 else 'flat')
-
-            with mock.patch.object(run, 'main', side_effect=fake_run) as m, \
-                    mock.patch.object(run, 'out_dir', side_effect=fake_out), \
-                    mock.patch.object(run, 'add_problems') as add:
+            with mock.patch.object(execute, 'execute', side_effect=fake_run), \
+                    mock.patch.object(runspec, 'REPO', Path(d)), \
+                    mock.patch.object(judging, 'add_problems') as add:
                 add.return_value = verdict.Verdict()
-                args = argparse.Namespace(
-                    kver='6.12', arch='x86_64', smp='4', timeout='600', seed='0',
-                    stress_ops='0',
-                    selftest=False, tree=None, good=None, series=None)
-                with mock.patch.object(run, 'resolve_user', return_value=None), \
-                        mock.patch.object(run, 'tree_arguments', return_value=[]), \
-                        contextlib.redirect_stdout(io.StringIO()), \
+                spec = RunSpec(kver='6.12', arch='x86_64', smp=4, timeout=600)
+                with contextlib.redirect_stdout(io.StringIO()), \
                         contextlib.redirect_stderr(io.StringIO()):
-                    rc = coverage.coverage(args)
-            self.assertEqual([c.args[0][c.args[0].index('--topology') + 1]
-                              for c in m.call_args_list], list(kunitcmd.TOPOLOGIES))
-            self.assertEqual([c.args[0][c.args[0].index('--filter') + 1]
-                              for c in m.call_args_list],
+                    rc = coverage.coverage(spec, selftest=False)
+            self.assertEqual([s.topology for s in ran], list(runspec.TOPOLOGIES))
+            self.assertEqual([s.filter for s in ran],
                              ['', '', '', 'cpuhp_sysfs.*', 'cpuhp_sysfs.*'])
+            self.assertEqual([s.output_dir().name for s in ran],
+                             ['6.12', '6.12-smt', '6.12-hotplug', '6.12-nosmt',
+                              '6.12-nosmt-force'])
             self.assertEqual(rc, 1)
             problems = add.call_args.args[1]
             self.assertEqual([str(p) for p in problems],

@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, debian, kunitcmd, run, tree
+from cpuhpk import arch, debian, kunitcmd, runspec, tree
 
 
 class BuiltinOnlyTest(unittest.TestCase):
@@ -23,9 +23,9 @@ class BuiltinOnlyTest(unittest.TestCase):
     def test_the_debian_kernel_builds_on_debian_config(self) -> None:
         """debian.config replaces default.config; other fragments still add."""
         self.assertEqual(kunitcmd.fragments('debian', '6.12'),
-                         [run.REPO / 'kconfigs/debian.config'])
+                         [runspec.REPO / 'kconfigs/debian.config'])
         self.assertEqual(kunitcmd.fragments('debian+debug', '6.1'),
-                         [run.REPO / 'kconfigs' / f'{n}.config' for n in ('debian', 'debug')])
+                         [runspec.REPO / 'kconfigs' / f'{n}.config' for n in ('debian', 'debug')])
 
     def test_a_missing_flavour_names_the_ones_there(self) -> None:
         with tempfile.TemporaryDirectory() as d:

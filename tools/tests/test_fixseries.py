@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Tuple
 from unittest import mock
 
-from cpuhpk import fixseries, series, seriesplan
+from cpuhpk import fixseries, series, seriesmake, seriesplan
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,13 +117,13 @@ class PatchTextTest(unittest.TestCase):
         msg = ('cpu/hotplug: Set cpuhp target for boot cpu\n\ncommit d385febc9a19 upstream.\n\n'
                'Signed-off-by: Phil Auld <pauld@redhat.com>\n'
                'Signed-off-by: Thomas Gleixner <tglx@linutronix.de>\n'
-               f'Signed-off-by: cpuhp-kunit developers <{series.PLACEHOLDER}>\n')
+               f'Signed-off-by: cpuhp-kunit developers <{seriesmake.PLACEHOLDER}>\n')
         out = fixseries.signed_off(msg, 'A User <user@example.org>')
         self.assertEqual(out.splitlines()[-3:], [
             'Signed-off-by: Phil Auld <pauld@redhat.com>',
             'Signed-off-by: Thomas Gleixner <tglx@linutronix.de>',
             'Signed-off-by: A User <user@example.org>'])
-        self.assertNotIn(series.PLACEHOLDER, out)
+        self.assertNotIn(seriesmake.PLACEHOLDER, out)
         self.assertEqual(fixseries.signed_off(out, 'A User <user@example.org>'), out)
 
     def test_posted_form_must_say_and_add_the_same(self) -> None:

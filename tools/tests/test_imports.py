@@ -115,10 +115,18 @@ class ImportsTest(unittest.TestCase):
         cycle = find_cycle(graph)
         self.assertIsNone(cycle, 'import cycle: ' + ' -> '.join(cycle or []))
 
+    def test_no_module_goes_through_run_s_command_line(self) -> None:
+        # run.py is make run's and make judge's command line: a module that
+        # runs or judges takes a RunSpec to execute.py or judging.py.
+        users = sorted(f'tools/{PACKAGE}/{i.module}.py:{i.line}' for i in package_imports()
+                       if i.target == 'run')
+        self.assertEqual(users, [], 'build a RunSpec and call execute.execute() or '
+                         'judging.judge_file()')
+
     def test_the_scan_sees_the_package(self) -> None:
         # Not vacuous: the modules are found and their imports are read.
         edges = {(i.module, i.target) for i in package_imports()}
-        self.assertIn(('run', 'usertree'), edges)
+        self.assertIn(('runspec', 'usertree'), edges)
         self.assertIn(('junit', 'verdict'), edges)      # from cpuhpk.verdict import ...
         self.assertGreater(len({m for m, _ in edges}), 20)
 

@@ -13,7 +13,6 @@ verdict is the single boot's.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -27,8 +26,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 from unittest import mock
 
-from cpuhpk import (arch, attrs, buildstamp, gcov, isolation, knobs, ktap, kunitcmd, run, tree,
-                    verdict)
+from cpuhpk import (arch, attrs, buildstamp, execute, gcov, isolation, judging, knobs, ktap,
+                    kunitcmd, proc, run, runspec, tree, verdict)
+from cpuhpk.runspec import RunSpec
 from tests.recorded import run_default_expectations
 from tests.test_run import fake_tree as build_inputs_tree
 
@@ -52,7 +52,7 @@ def kernel_tree(series: str) -> Optional[Path]:
 
 
 def command(*argv: str, build: bool = True) -> List[str]:
-    args = run.parser().parse_args(list(argv))
+    args = RunSpec.from_argv(argv)
     return kunitcmd.kunit_command(T612, args, Path('/build'), Path('/out'), Path('/q.py'),
                                   build=build)
 
@@ -130,7 +130,7 @@ class CommandLineTest(unittest.TestCase):
                 out = Path(tmp) / f'out{len(outs)}'
                 with contextlib.redirect_stdout(io.StringIO()), \
                         contextlib.redirect_stderr(io.StringIO()), \
-                        mock.patch.object(run, 'expectations', run_default_expectations):
+                        mock.patch.object(judging, 'expectations', run_default_expectations):
                     rc = run.main(['--judge', str(CONSOLE), '--out', str(out), *extra])
                 data = json.loads((out / 'verdict.json').read_text())
                 outs.append((rc, data['verdict'], data['counts']))
@@ -207,8 +207,8 @@ def fake_tree(root: Path, kunit_py_flags: Sequence[str], attributes: bool,
 class TreeErrorTest(unittest.TestCase):
     """The kernel and its kunit.py must have what a knob needs."""
 
-    def args(self, *argv: str) -> argparse.Namespace:
-        return run.parser().parse_args(list(argv))
+    def args(self, *argv: str) -> RunSpec:
+        return RunSpec.from_argv(argv)
 
     def test_kernel_without_attributes(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -257,8 +257,8 @@ class TreeErrorTest(unittest.TestCase):
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(err), \
                     mock.patch.object(tree, 'ensure_packages'), \
-                    mock.patch.object(run, 'prepare_tree', return_value=t), \
-                    mock.patch.object(run, 'run_kunit') as kunit:
+                    mock.patch.object(execute, 'prepare_tree', return_value=t), \
+                    mock.patch.object(proc, 'run_logged') as kunit:
                 rc = run.main(['--kver', '6.1', '--filter-attr', 'speed>slow',
                                '--out', str(Path(tmp) / 'out')])
             self.assertEqual(rc, 1)
@@ -313,7 +313,7 @@ class FingerprintTest(unittest.TestCase):
         self.t, self.frag, self.qemu = build_inputs_tree(root)
 
     def inputs(self, *argv: str) -> Optional[str]:
-        args = run.parser().parse_args(list(argv))
+        args = RunSpec.from_argv(argv)
         return buildstamp.run_build_inputs(self.t, [self.frag], self.qemu, arch.get('x86_64'),
                                            args)
 
@@ -415,7 +415,7 @@ class ToolchainTest(unittest.TestCase):
 def slow_cases() -> Dict[str, List[str]]:
     """suite -> its KUNIT_CASE_SLOW() cases, read from kunit/ plainly."""
     out: Dict[str, List[str]] = {}
-    for src in sorted((run.REPO / 'kunit').glob('*_kunit.c')):
+    for src in sorted((runspec.REPO / 'kunit').glob('*_kunit.c')):
         text = src.read_text()
         for array in verdict.CASE_ARRAY.finditer(text):
             slow = re.findall(r'KUNIT_CASE_SLOW\(\s*(\w+)', array.group(2))
@@ -499,19 +499,19 @@ def judge_lines(lines: List[str], exp: verdict.Expectations,
         out = Path(tmp)
         (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in lines))
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            return run.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
+            return judging.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
                              isolate=isolate, attr_skipped=attr_skipped)[1]
 
 
-def attr_args(*argv: str) -> argparse.Namespace:
-    return run.parser().parse_args(list(argv))
+def attr_args(*argv: str) -> RunSpec:
+    return RunSpec.from_argv(argv)
 
 
 class FilterAttrTest(unittest.TestCase):
     """What FILTER_ATTR leaves out is not asked for: never 'missing'."""
 
     def test_speed_above_slow_leaves_out_the_slow_cases(self) -> None:
-        declared = verdict.declared_cases(run.REPO / 'kunit', userspace=True)
+        declared = verdict.declared_cases(runspec.REPO / 'kunit', userspace=True)
         self.assertTrue(slow_cases())
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>slow'), slow_cases())
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>=slow'), {})
@@ -555,7 +555,7 @@ kunit_test_init_section_suites(&a);
                              {'a': ['very'], 'b': ['plain']})
 
     def test_expectations_without_and_with_skip(self) -> None:
-        exp = run.expectations('', dict(CONTEXT), userspace=True)
+        exp = judging.expectations('', dict(CONTEXT), userspace=True)
         whole = {s: list(c) for s, c in (exp.cases or {}).items()}
         left = attrs.apply_attribute_filter(exp, attr_args('--filter-attr', 'speed>slow'))
         self.assertEqual(sorted(left), sorted(f'{s}.{c}' for s, cs in slow_cases().items()
@@ -566,7 +566,7 @@ kunit_test_init_section_suites(&a);
         for name in left:
             suite, case = name.split('.')
             self.assertNotIn(case, exp.cases.get(suite, []))
-        exp = run.expectations('', dict(CONTEXT), userspace=True)
+        exp = judging.expectations('', dict(CONTEXT), userspace=True)
         self.assertEqual(attrs.apply_attribute_filter(exp, attr_args(
             '--filter-attr', 'speed>slow', '--filter-action', 'skip')), left)
         self.assertEqual(exp.cases, whole)
@@ -574,7 +574,7 @@ kunit_test_init_section_suites(&a);
     def recorded(self, argv: Sequence[str]) -> Tuple[verdict.Expectations, List[str]]:
         exp = run_default_expectations('', dict(CONTEXT), userspace=True)
         args = attr_args(*argv)
-        exp.context.update(knobs.knob_context(args))
+        exp.context.update(args.set_knobs())
         return exp, attrs.apply_attribute_filter(exp, args)
 
     def test_the_recorded_run_filtered_is_judged_as_the_whole(self) -> None:
@@ -828,7 +828,7 @@ class IsolateTest(unittest.TestCase):
             exp = self.expectations()
             exp.context['isolate'] = 'test'
             with contextlib.redirect_stdout(io.StringIO()):
-                root, v = run.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
+                root, v = judging.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
                                     isolate='test')
             again = isolation.run_root(out, verdict.read_json(out / 'verdict.json')[1])
             self.assertEqual([(n, t.status) for n, t in ktap.cases(again)],
@@ -841,7 +841,7 @@ class IsolateTest(unittest.TestCase):
                 self.assertEqual(xml.count(f'<testsuite name="{suite.name}"'), 1, suite.name)
 
     def test_the_user_space_suite_runs_in_one_boot(self) -> None:
-        exp = run.expectations('', dict(CONTEXT), userspace=True)
+        exp = judging.expectations('', dict(CONTEXT), userspace=True)
         self.assertEqual(isolation.isolation_anchor(exp, 'suite'), 'cpuhp_install')
         assert exp.cases is not None
         self.assertEqual(isolation.isolation_anchor(exp, 'test'),
@@ -937,17 +937,17 @@ class IsolateTest(unittest.TestCase):
             out = Path(tmp)
             (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
             with contextlib.redirect_stdout(io.StringIO()):
-                v = run.judge(out, out / 'console.log', self.expectations(), 0, None, 600, log,
+                v = judging.judge(out, out / 'console.log', self.expectations(), 0, None, 600, log,
                               isolate='suite')[1]
                 self.assertNotIn('timeout', [p.category for p in v.problems])
                 timed_out = log.replace('[06:09:00] Elapsed', "Command '['qemu-system-x86_64', "
                                         "'-nodefaults']' timed out after 600 seconds\n"
                                         "[06:09:00] Elapsed")
-                v = run.judge(out, out / 'console.log', self.expectations(), 0, None, 600,
+                v = judging.judge(out, out / 'console.log', self.expectations(), 0, None, 600,
                               timed_out, isolate='suite')[1]
                 self.assertIn('timeout', [p.category for p in v.problems])
         listing = log[:log.index('[06:00:02] Starting')]
-        self.assertEqual(run.build_problem(listing, 1)[2],
+        self.assertEqual(judging.build_problem(listing, 1)[2],
                          'the kernel booted to list its cases (kunit.py --run_isolated), and '
                          'no boot followed (kunit.py exited 1): see kunit.log')
 
@@ -959,7 +959,7 @@ class IsolateTest(unittest.TestCase):
                 kunit_log_of(boots), 'suite')))
             with contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()), \
-                    mock.patch.object(run, 'expectations', run_default_expectations):
+                    mock.patch.object(judging, 'expectations', run_default_expectations):
                 rc = run.main(['--judge', str(src), '--out', str(Path(tmp) / 'out'),
                                '--isolate', 'suite'])
             v, context = verdict.read_json(Path(tmp) / 'out' / 'verdict.json')
@@ -990,12 +990,12 @@ class IsolateTest(unittest.TestCase):
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()), \
                     mock.patch.object(tree, 'ensure_packages'), \
-                    mock.patch.object(run, 'prepare_tree', return_value=t), \
-                    mock.patch.object(run, 'expectations', run_default_expectations), \
+                    mock.patch.object(execute, 'prepare_tree', return_value=t), \
+                    mock.patch.object(judging, 'expectations', run_default_expectations), \
                     mock.patch.object(gcov, 'guest', return_value=Path(tmp) / 'q.py') as guest, \
                     mock.patch.object(buildstamp, 'build_inputs', return_value=None), \
                     mock.patch.object(knobs, 'toolchain', return_value='gcc (Debian) 12.2.0'), \
-                    mock.patch.object(run, 'run_kunit', side_effect=kunit):
+                    mock.patch.object(proc, 'run_logged', side_effect=kunit):
                 rc = run.main(['--isolate', 'suite', '--no-coverage-report', '--out', str(out)])
             self.assertEqual(guest.call_args.args[3], 'cpuhp_install')
             self.assertIn('--run_isolated=suite', cmds[0])
@@ -1075,14 +1075,14 @@ class KunitPyTest(unittest.TestCase):
             (root / 'build').mkdir()
             out = root / 'out'
             out.mkdir()
-            args = run.parser().parse_args(list(argv))
+            args = RunSpec.from_argv(argv)
             cmd = kunitcmd.kunit_command(t, args, root / 'build', out, root / 'qemu.py',
                                          frags=[root / 'k.config'], build=False)
             # The tree is only read: no __pycache__ of kunit.py's modules in it.
             env = {'PATH': f'{root / "bin"}:{os.environ.get("PATH", "")}',
                    'PYTHONDONTWRITEBYTECODE': '1'}
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()):
-                rc, killed = run.run_kunit(cmd, path, out / 'kunit.log', 120,
+                rc, killed = proc.run_logged(cmd, path, out / 'kunit.log', 120,
                                            isolation.IsolatedEcho() if args.isolate else None)
                 self.assertEqual((rc, killed), (0, None), (out / 'kunit.log').read_text())
                 log = (out / 'kunit.log').read_text()
@@ -1091,7 +1091,7 @@ class KunitPyTest(unittest.TestCase):
                 (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
                 exp = verdict.Expectations(cases={'sa': ['a1', 'a2'], 'sb': ['b1']},
                                            context={'kver': series})
-                _, v = run.judge(out, out / 'console.log', exp, rc, None, 120, log,
+                _, v = judging.judge(out, out / 'console.log', exp, rc, None, 120, log,
                                  out / 'results.json', t.kunit_py, args.isolate)
             # kunit.py's own parse: its --json, or (ISOLATE) of each boot, joined.
             data = json.loads((out / 'results.json').read_text())

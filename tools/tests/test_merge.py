@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, List, Sequence
 from unittest import mock
 
-from cpuhpk import merge, mutate, run, series
+from cpuhpk import judging, merge, mutate, seriesreport
 from tests.recorded import expectations as recorded_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -46,7 +46,7 @@ class MergeTest(unittest.TestCase):
         d.mkdir()
         shutil.copy(DATA / console, d / 'console.log')
         exp = recorded_expectations('', {'kver': '6.12', 'config': config, 'smp': '4'})
-        run.judge(d, d / 'console.log', exp, 0, None, 60, None)
+        judging.judge(d, d / 'console.log', exp, 0, None, 60, None)
         return d
 
     def mutate_dir(self, name: str, shard: str, total: int, verdicts: Sequence[str]) -> Path:
@@ -97,7 +97,7 @@ class MergeTest(unittest.TestCase):
         self.assertEqual(self.merged(), 1)
 
     def series_dir(self, name: str, *oks: bool) -> Path:
-        report = series.Report('6.12')
+        report = seriesreport.Report('6.12')
         for i, ok in enumerate(oks):
             report.add(f'check {i}', ok, 'fine' if ok else 'broken')
         report.write(self.tmp / name)

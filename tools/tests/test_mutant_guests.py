@@ -4,7 +4,6 @@ the runs until one kills it (cpuhpk.mutate.run_one) and the counts per road."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import io
@@ -15,8 +14,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 from unittest import mock
 
-from cpuhpk import buildstamp, gcov, mutant_guests, mutate, run, tree, verdict
+from cpuhpk import buildstamp, execute, gcov, mutant_guests, mutate, tree, verdict
 from cpuhpk.mutant_guests import Hunk
+from cpuhpk.runspec import RunSpec
 
 REPO = Path(__file__).resolve().parents[2]
 junitparser: Any = importlib.import_module('junitparser')
@@ -260,11 +260,12 @@ class RunUntilKilledTest(unittest.TestCase):
 
     def runner(self, red: Dict[str, verdict.Problem]) -> mutate.Runner:
         """A run.py that writes the verdict @red names for its topology (green otherwise)."""
-        def run(args: Sequence[str], env: Dict[str, str]) -> int:
-            guest = args[list(args).index('--topology') + 1]
+        def run(spec: RunSpec, env: Dict[str, str]) -> int:
+            guest = spec.topology
             self.ran.append(guest)
             self.assertIn('int l6;\nint l6;', (self.linux / 'kernel' / 'cpu.c').read_text())
-            out = Path(args[list(args).index('--out') + 1])
+            assert spec.out is not None
+            out = spec.out
             out.mkdir(parents=True)
             problems = [red[guest]] if guest in red else []
             verdict.write_json(out / 'verdict.json', verdict.Verdict(problems=problems), {})
@@ -272,7 +273,7 @@ class RunUntilKilledTest(unittest.TestCase):
         return run
 
     def run_one(self, red: Dict[str, verdict.Problem], guests: Sequence[str]) -> mutate.Outcome:
-        o = mutate.run_one(self.patch, self.t, {g: ['--topology', g] for g in guests},
+        o = mutate.run_one(self.patch, self.t, {g: RunSpec(topology=g) for g in guests},
                            self.tmp / 'out', self.runner(red))
         self.assertEqual((self.linux / 'kernel' / 'cpu.c').read_text().count('int l5;'), 1)
         return o
@@ -309,41 +310,37 @@ class RunUntilKilledTest(unittest.TestCase):
 
 class EachGuestsBaselineTest(unittest.TestCase):
     def test_each_guest_a_mutant_needs_gets_its_own_baseline_and_timeout(self) -> None:
-        args = argparse.Namespace(kver='6.12', arch='x86_64', smp='4', config='default',
-                                  seed='0', stress_ops='0', strict='0', filter='', timeout='',
-                                  shard='', total=3, user=None)
+        spec = RunSpec(kver='6.12', arch='x86_64', smp=4, config='default',
+                       coverage_report=False)
         patches = [Path('a.patch'), Path('b.patch'), Path('c.patch')]
         chosen = {patches[0]: ['flat', 'nosmt'], patches[1]: ['nosmt'], patches[2]: []}
         baselines: List[str] = []
-        guests: Dict[str, Dict[str, List[str]]] = {}
+        guests: Dict[str, Dict[str, RunSpec]] = {}
 
-        def baseline(run_args: List[str], out: Path) -> Any:
+        def baseline(g_spec: RunSpec, out: Path) -> Any:
             baselines.append(out.name)
-            self.assertNotIn('--timeout', run_args)
+            self.assertEqual(g_spec.timeout, mutate.BASELINE_TIMEOUT)
             return {'baseline': 20.0, 'baseline-nosmt': 50.0}[out.name], ''
 
-        def run_one(patch: Path, t: Any, g: Dict[str, List[str]], out: Path) -> mutate.Outcome:
+        def run_one(patch: Path, t: Any, g: Dict[str, RunSpec], out: Path) -> mutate.Outcome:
             guests[patch.stem] = g
             return mutate.Outcome(patch.stem, 'killed' if g else 'not-covered', 'x', 1.0, 'p',
                                   road=mutant_guests.road(list(g)))
         with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(run, 'prepare_tree'), \
+                mock.patch.object(execute, 'prepare_tree'), \
                 mock.patch.object(mutate, 'out_base', return_value=Path(tmp)), \
                 mock.patch.object(mutant_guests, 'routes', return_value=(chosen, '')), \
                 mock.patch.object(mutate, 'baseline', side_effect=baseline), \
                 mock.patch.object(mutate, 'run_one', side_effect=run_one), \
                 contextlib.redirect_stdout(io.StringIO()) as said:
-            rc = mutate.mutate(args, patches)
+            rc = mutate.mutate(spec, None, patches, total=3)
         self.assertEqual(rc, 1)         # c is not covered
         self.assertEqual(baselines, ['baseline', 'baseline-nosmt'])
         self.assertEqual(list(guests['a']), ['flat', 'nosmt'])
         self.assertEqual(guests['c'], {})
 
-        def opt(run_args: List[str], name: str) -> str:
-            return run_args[run_args.index(name) + 1]
-        self.assertEqual([(opt(a, '--topology'), opt(a, '--filter'), opt(a, '--timeout'))
-                          for a in guests['a'].values()],
-                         [('flat', '', '70'), ('nosmt', 'cpuhp_sysfs.*', '130')])
+        self.assertEqual([(g.topology, g.filter, g.timeout) for g in guests['a'].values()],
+                         [('flat', '', 70), ('nosmt', 'cpuhp_sysfs.*', 130)])
         self.assertIn('guests by coverage: 1 mutant(s) first reached by flat, 1 mutant(s) first '
                       'reached by nosmt, 1 by none (not covered)', said.getvalue())
 

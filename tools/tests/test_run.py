@@ -17,11 +17,18 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import arch, buildstamp, kunitcmd, kunitjson, mutate, run, tree, verdict
+from cpuhpk import (arch, buildstamp, execute, judging, kunitcmd, kunitjson, mutate, proc,
+                    run, runspec, tree, verdict)
+from cpuhpk.runspec import RunSpec
 from tests.recorded import expectations as recorded_expectations
 
 DATA = Path(__file__).parent / 'data'
 junitparser: Any = importlib.import_module('junitparser')
+def out_name(kver: str, config: str, **knobs: Any) -> str:
+    """The name of the output directory of a run of @kver, @config and @knobs."""
+    return RunSpec(kver=kver, config=config, **knobs).output_dir().name
+
+
 def junit_bad(path: Path) -> int:
     """Failures plus errors in a junit.xml, read by junitparser."""
     xml = junitparser.JUnitXml.fromfile(str(path))
@@ -54,7 +61,7 @@ class JudgeTest(unittest.TestCase):
               killed_after: Optional[float] = None) -> verdict.Verdict:
         if console:
             shutil.copy(DATA / console, self.out / 'console.log')
-        return run.judge(self.out, self.out / 'console.log', self.exp, rc, killed_after, 600,
+        return judging.judge(self.out, self.out / 'console.log', self.exp, rc, killed_after, 600,
                          kunit_log)[1]
 
     def test_pass_writes_outputs(self) -> None:
@@ -140,7 +147,7 @@ class JudgeTest(unittest.TestCase):
             'KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: cpuhp_rollback\n'
             '    1..1\n    ok 1 cpuhp_rollback_up_ap_fails # SKIP needs two online CPUs\n'
             'ok 1 cpuhp_rollback\n')
-        self.exp = run.expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails',
+        self.exp = judging.expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails',
                                     {'kver': '6.12', 'config': 'default', 'smp': '1'})
         self.assertEqual(self.judge(None, 1).problems, [])
         self.exp.context['smp'] = '4'
@@ -151,20 +158,20 @@ class JudgeTest(unittest.TestCase):
         (self.out / 'console.log').write_text(
             'KTAP version 1\n1..0\n    KTAP version 1\n    # Subtest: cpuhp_sysfs\n'
             '    1..1\n    ok 1 states_lists_the_table\nok 99 cpuhp_sysfs\n')
-        self.exp = run.expectations('cpuhp_sysfs.states_lists_the_table',
+        self.exp = judging.expectations('cpuhp_sysfs.states_lists_the_table',
                                     {'kver': '6.12', 'config': 'default', 'smp': '4'},
                                     userspace=True)
         self.assertEqual(self.judge(None, 1, '[ERROR] Test: main: 0 tests run!\n'
                                     'Testing complete. Ran 0 tests: errors: 1\n').problems, [])
         self.assertEqual([p.category for p in self.judge(None, 1, 'other\n').problems],
                          ['kunit.py'])
-        self.exp = run.expectations('cpuhp_*', {'kver': '6.12', 'config': 'default',
+        self.exp = judging.expectations('cpuhp_*', {'kver': '6.12', 'config': 'default',
                                                 'smp': '4'}, userspace=True)
-        self.assertFalse(run.only_userspace(self.exp))
+        self.assertFalse(judging.only_userspace(self.exp))
 
     def test_added_problem_reaches_junit(self) -> None:
         self.judge('pass_default_console.log', 0)
-        run.add_problems(self.out, [verdict.Problem('coverage', '', 'coverage gate: low')])
+        judging.add_problems(self.out, [verdict.Problem('coverage', '', 'coverage gate: low')])
         self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
         v, _ = verdict.read_json(self.out / 'verdict.json')
         self.assertEqual((v.passed, [p.category for p in v.problems]), (44, ['coverage']))
@@ -174,7 +181,7 @@ class JudgeTest(unittest.TestCase):
         v = self.judge('pass_default_console.log', 0)
         self.assertTrue(v.ok)
         with mock.patch.object(tree, 'log'):
-            v = run.coverage_report(self.out, self.out, self.out, '6.12', v)
+            v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual([p.category for p in v.problems], ['coverage'])
         self.assertIn('no gcov data on the console', str(v.problems[0]))
         self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
@@ -183,7 +190,7 @@ class JudgeTest(unittest.TestCase):
         v = self.judge('fail_mutant_console.log', 1)
         before = len(v.problems)
         with mock.patch.object(tree, 'log'):
-            v = run.coverage_report(self.out, self.out, self.out, '6.12', v)
+            v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual(len(v.problems), before)
 
     def test_build_failure_gets_no_coverage_traceback(self) -> None:
@@ -193,7 +200,7 @@ class JudgeTest(unittest.TestCase):
         (self.out / 'console.log').unlink(missing_ok=True)
         before = len(v.problems)
         with mock.patch.object(tree, 'log') as log:
-            v = run.coverage_report(self.out, self.out, self.out, '6.12', v)
+            v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual(len(v.problems), before)
         self.assertIn('no console', str(log.call_args))
 
@@ -203,7 +210,7 @@ class JudgeTest(unittest.TestCase):
             verdict.Skip('a.c', 'no TSC', False)],
             statuses={'a.a': 'pass', 'a.b': 'skip', 'a.c': 'skip'})
         v.add('unexpected-skip', 'a.c', 'skipped, not expected here: no TSC')
-        text = '\n'.join(run.summary(v))
+        text = '\n'.join(judging.summary(v))
         self.assertIn('skipped (expected) a.b: needs two online CPUs [SMP=1]', text)
         self.assertIn('skipped (NOT EXPECTED) a.c: no TSC', text)
         # The unexpected skip counts as failed in the closing line.
@@ -214,9 +221,9 @@ class JudgeTest(unittest.TestCase):
             with self.subTest(console=console):
                 v = self.judge(console, 1)
                 self.assertFalse(v.ok)
-                self.assertNotIn(' 0 failed', run.counts_line(v))
+                self.assertNotIn(' 0 failed', judging.counts_line(v))
         v = self.judge('crafted_warning_in_case.log', 1)
-        self.assertEqual(run.counts_line(v), 'kunit: 43 passed, 1 failed, 0 skipped')
+        self.assertEqual(judging.counts_line(v), 'kunit: 43 passed, 1 failed, 0 skipped')
 
 
 class JudgeFileTest(unittest.TestCase):
@@ -233,7 +240,7 @@ class JudgeFileTest(unittest.TestCase):
             src = self.tmp / 'in.log'
             src.write_bytes(data or b'')
         with mock.patch('sys.stdout'), mock.patch('sys.stderr'), \
-                mock.patch.object(run, 'expectations', recorded_expectations):
+                mock.patch.object(judging, 'expectations', recorded_expectations):
             return run.main(['--judge', str(src), '--out', str(self.tmp / 'out'), *extra])
 
     def problems(self) -> List[str]:
@@ -287,7 +294,7 @@ class StopTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             log = Path(tmp) / 'kunit.log'
             with mock.patch('sys.stdout'):
-                rc, killed_after = run.run_kunit(['sh', '-c', self.SCRIPT], Path(tmp), log, 1.0)
+                rc, killed_after = proc.run_logged(['sh', '-c', self.SCRIPT], Path(tmp), log, 1.0)
             self.assertIsNone(rc)
             assert killed_after is not None
             self.assertGreaterEqual(killed_after, 1.0)
@@ -305,11 +312,12 @@ class StopTest(unittest.TestCase):
                     if line.strip() == 'started':
                         os.kill(os.getpid(), signal.SIGTERM)
 
-            old = signal.signal(signal.SIGTERM, run._raise_interrupted)
+            old = signal.getsignal(signal.SIGTERM)
+            proc.raise_on_signals((signal.SIGTERM,))
             try:
                 with mock.patch('sys.stdout', Out()):
-                    with self.assertRaises(run.Interrupted):
-                        run.run_kunit(['sh', '-c', self.SCRIPT], Path(tmp), log, 60)
+                    with self.assertRaises(proc.Interrupted):
+                        proc.run_logged(['sh', '-c', self.SCRIPT], Path(tmp), log, 60)
             finally:
                 signal.signal(signal.SIGTERM, old)
             self.assertFalse(alive(int(seen[0])))
@@ -354,7 +362,7 @@ class StopTest(unittest.TestCase):
 
 class CommandTest(unittest.TestCase):
     def command(self, *argv: str) -> List[str]:
-        args = run.parser().parse_args(list(argv))
+        args = RunSpec.from_argv(argv)
         t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path('/linux'))
         return kunitcmd.kunit_command(t, args, Path('/build'), Path('/out'), Path('/q.py'))
 
@@ -364,23 +372,23 @@ class CommandTest(unittest.TestCase):
         self.assertIn('--qemu_config=/q.py', cmd)
         self.assertNotIn('--arch=x86_64', cmd)
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={run.REPO}/kconfigs/default.config',
-                          f'--kunitconfig={run.REPO}/kconfigs/x86_64/default.config',
-                          f'--kunitconfig={run.REPO}/kconfigs/debug.config'])
+                         [f'--kunitconfig={runspec.REPO}/kconfigs/default.config',
+                          f'--kunitconfig={runspec.REPO}/kconfigs/x86_64/default.config',
+                          f'--kunitconfig={runspec.REPO}/kconfigs/debug.config'])
 
     def test_fragments_combine_in_order(self) -> None:
         """CONFIG=a+b: default, a, b; a series' own addition follows its fragment."""
         cmd = self.command('--config', 'rt+debug')
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={run.REPO}/kconfigs/{n}.config'
+                         [f'--kunitconfig={runspec.REPO}/kconfigs/{n}.config'
                           for n in ('default', 'x86_64/default', 'rt', 'debug')])
         cmd = self.command('--config', 'sanitizers')
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={run.REPO}/kconfigs/{n}.config'
+                         [f'--kunitconfig={runspec.REPO}/kconfigs/{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers',
                                     '6.12/sanitizers')])
         self.assertEqual(kunitcmd.fragments('sanitizers', '6.1'),
-                         [run.REPO / 'kconfigs' / f'{n}.config'
+                         [runspec.REPO / 'kconfigs' / f'{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers')])
         for bad in ('rt+', 'nosuch', 'rt+nosuch'):
             with self.assertRaisesRegex(tree.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
@@ -473,7 +481,7 @@ class CommandTest(unittest.TestCase):
         """On a red kernel every mutant would count as killed."""
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(mutate, 'run_child', return_value=1):
-            secs, why = mutate.baseline([], Path(tmp))
+            secs, why = mutate.baseline(RunSpec(), Path(tmp))
         self.assertIsNone(secs)
         self.assertIn('unmutated kernel is red (exit 1', why)
 
@@ -482,22 +490,22 @@ class CommandTest(unittest.TestCase):
         self.assertEqual(mutate.out_base('6.12', 'debug', '2/4').name, '6.12-debug-mutate-2of4')
 
     def test_out_dir_of_fixes(self) -> None:
-        self.assertEqual(run.out_dir('6.12', 'debug', True).name, '6.12-debug-fixes')
-        self.assertEqual(run.out_dir('6.12', 'default').name, '6.12')
-        self.assertEqual(run.out_dir('6.12', 'default', smp=2).name, '6.12-smp2')
-        self.assertEqual(run.out_dir('6.1', 'debug', True, smp=8).name, '6.1-debug-smp8-fixes')
-        self.assertEqual(run.out_dir('6.12', 'default', smp=run.DEFAULT_SMP).name, '6.12')
+        self.assertEqual(out_name('6.12', 'debug', fixes=True), '6.12-debug-fixes')
+        self.assertEqual(out_name('6.12', 'default'), '6.12')
+        self.assertEqual(out_name('6.12', 'default', smp=2), '6.12-smp2')
+        self.assertEqual(out_name('6.1', 'debug', fixes=True, smp=8), '6.1-debug-smp8-fixes')
+        self.assertEqual(out_name('6.12', 'default', smp=runspec.DEFAULT_SMP), '6.12')
 
     def test_smt_topology(self) -> None:
-        self.assertEqual(run.out_dir('6.12', 'default', topology='smt').name, '6.12-smt')
-        self.assertEqual(run.out_dir('6.1', 'debug', True, smp=2, topology='smt').name,
+        self.assertEqual(out_name('6.12', 'default', topology='smt'), '6.12-smt')
+        self.assertEqual(out_name('6.1', 'debug', fixes=True, smp=2, topology='smt'),
                          '6.1-debug-smp2-smt-fixes')
         self.assertEqual(kunitcmd.smp_arg(4, 'smt'),
                          '4,sockets=1,cores=2,threads=2 -cpu Nehalem')
         self.assertEqual(kunitcmd.smp_arg(3, 'flat'), '3')
         with mock.patch('sys.stderr'), self.assertRaises(SystemExit):
             run.main(['--topology', 'smt', '--smp', '3'])
-        self.assertEqual(run.out_dir('6.12', 'default', topology='nosmt-force').name,
+        self.assertEqual(out_name('6.12', 'default', topology='nosmt-force'),
                          '6.12-nosmt-force')
         with mock.patch('sys.stderr'), self.assertRaises(SystemExit):
             run.main(['--topology', 'nosmt', '--smp', '3'])
@@ -622,7 +630,7 @@ class BuildReuseTest(unittest.TestCase):
         self.assertIsNone(buildstamp.source_digest(self.t))
 
     def test_exec_boots_without_building(self) -> None:
-        args = run.parser().parse_args([])
+        args = RunSpec.from_argv([])
         built = kunitcmd.kunit_command(self.t, args, self.build, Path('/out'), self.qemu,
                                        build=False)
         fresh = kunitcmd.kunit_command(self.t, args, self.build, Path('/out'), self.qemu)
@@ -687,7 +695,7 @@ class MutantTest(unittest.TestCase):
             out = Path(tmp)
             shutil.copy(DATA / 'param_fail_mutant_console.log', out / 'console.log')
             exp = recorded_expectations('', {'smp': '4'})
-            run.judge(out, out / 'console.log', exp, 1, None, 60, '')
+            judging.judge(out, out / 'console.log', exp, 1, None, 60, '')
             o = mutate.classify('m', out, 1, 1.0, '')
             xml = junitparser.JUnitXml.fromfile(str(out / 'junit.xml'))
             red = sorted(f'{c.classname}.{c.name}' for s in xml for c in s if c.result
@@ -713,7 +721,7 @@ class MutantTest(unittest.TestCase):
             patch = Path(tmp) / 'm.patch'
             patch.write_text('# breaks b\n--- a/b.c\n+++ b/b.c\n@@ -1 +1 @@\n-int b;\n+int c;\n')
             t = tree.Tree(kver='9.9', package='9.9.1-1', version='9.9.1', path=linux)
-            outcome = mutate.run_one(patch, t, {'flat': []}, Path(tmp) / 'out')
+            outcome = mutate.run_one(patch, t, {'flat': RunSpec()}, Path(tmp) / 'out')
             self.assertEqual(outcome.verdict, 'not-applicable')
             self.assertEqual(outcome.promise, 'breaks b')
 
@@ -752,7 +760,7 @@ class MutantTest(unittest.TestCase):
                     signal.setitimer(signal.ITIMER_REAL, 1.0)
                     with self.assertRaises(KeyboardInterrupt):
                         try:
-                            mutate.run_one(patch, t, {'flat': []}, Path(tmp) / 'out')
+                            mutate.run_one(patch, t, {'flat': RunSpec()}, Path(tmp) / 'out')
                         finally:
                             signal.setitimer(signal.ITIMER_REAL, 0)
             finally:
@@ -786,15 +794,15 @@ if __name__ == '__main__':
 class KnownFailuresPerKverTest(unittest.TestCase):
     def test_each_series_reads_its_own_table(self) -> None:
         ctx = {'config': 'default', 'smp': '4', 'fixes': '0'}
-        known_612 = run.expectations('', {**ctx, 'kver': '6.12'}).known
+        known_612 = judging.expectations('', {**ctx, 'kver': '6.12'}).known
         self.assertTrue(known_612)
-        self.assertEqual(run.known_failures_path('6.12').name, 'known-failures-6.12')
-        known_61 = run.expectations('', {**ctx, 'kver': '6.1'}).known
+        self.assertEqual(judging.known_failures_path('6.12').name, 'known-failures-6.12')
+        known_61 = judging.expectations('', {**ctx, 'kver': '6.1'}).known
         self.assertTrue(known_61)
         self.assertNotEqual([k.why for k in known_61], [k.why for k in known_612])
         # A series without a table has no known failures: every failure is red.
-        self.assertFalse(run.known_failures_path('5.10').exists())
-        self.assertEqual(list(run.expectations('', {**ctx, 'kver': '5.10'}).known), [])
+        self.assertFalse(judging.known_failures_path('5.10').exists())
+        self.assertEqual(list(judging.expectations('', {**ctx, 'kver': '5.10'}).known), [])
 
 
 class ShardTest(unittest.TestCase):

@@ -14,7 +14,7 @@ import re
 from typing import Dict, List
 from unittest import mock
 
-from cpuhpk import run, series, seriesplan, tree
+from cpuhpk import judging, series, seriesmake, seriesplan, seriesreport, tree
 from tests import recorded
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,10 +72,10 @@ class PlanTest(unittest.TestCase):
         plan = seriesplan.read_plan(self.src)
         hotplug, timekeeping = plan.series
         # the hotplug cases need a second CPU; the timekeeping ones one
-        self.assertIn("--qemu_args='-smp 4'", series.run_command(hotplug))
+        self.assertIn("--qemu_args='-smp 4'", seriesmake.run_command(hotplug))
         self.assertEqual(timekeeping.cpus, 1)
-        self.assertNotIn('--qemu_args', series.run_command(timekeeping))
-        self.assertEqual(series.cpus(timekeeping, 4), 1)
+        self.assertNotIn('--qemu_args', seriesmake.run_command(timekeeping))
+        self.assertEqual(seriesmake.cpus(timekeeping, 4), 1)
         self.plan.write_text(self.plan.read_text().replace('cpus 1', 'cpus none'))
         with self.assertRaises(seriesplan.SeriesError):
             seriesplan.read_plan(self.src)
@@ -129,11 +129,11 @@ class ResultsTest(unittest.TestCase):
 
     def test_a_clean_run_is_said_with_its_skips(self) -> None:
         s = seriesplan.Series('cpu-hotplug')
-        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(series, 'REPO', Path(tmp)):
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(seriesmake, 'REPO', Path(tmp)):
             self.write(Path(tmp), {'verdict': 'pass', 'known_failures': [], 'context': {},
                                    'statuses': {'a.x': 'pass', 'a.y': 'skip'},
                                    'skips': [{'reason': 'needs two online CPUs'}]})
-            text = series.results_text('6.12', s, '6.12.118')
+            text = seriesmake.results_text('6.12', s, '6.12.118')
         self.assertIn("linux-source-6.12 (6.12.118)", ' '.join(text.split()))
         self.assertIn('2 results, 1 passed, 1 skipped, 0 failed; no kernel warning', ' '.join(
             text.split()))
@@ -141,13 +141,13 @@ class ResultsTest(unittest.TestCase):
 
     def test_known_failures_or_none_are_refused(self) -> None:
         s = seriesplan.Series('cpu-hotplug')
-        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(series, 'REPO', Path(tmp)):
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(seriesmake, 'REPO', Path(tmp)):
             with self.assertRaisesRegex(seriesplan.SeriesError, 'run make series-test'):
-                series.results_text('6.12', s, '6.12.118')
+                seriesmake.results_text('6.12', s, '6.12.118')
             self.write(Path(tmp), {'verdict': 'pass', 'known_failures': [{'name': 'a.x'}],
                                    'context': {}, 'statuses': {}})
             with self.assertRaisesRegex(seriesplan.SeriesError, 'not a clean pass'):
-                series.results_text('6.12', s, '6.12.118')
+                seriesmake.results_text('6.12', s, '6.12.118')
 
 
 class RecipientsTest(unittest.TestCase):
@@ -158,7 +158,7 @@ class RecipientsTest(unittest.TestCase):
              '+\tfreeze_secondary_cpus(0);\n')
 
     def test_each_patch_its_own(self) -> None:
-        out = series.with_recipients(self.PATCH, ['T <t@x.org>', 'U <u@x.org>'], ['l@y.org'])
+        out = seriesmake.with_recipients(self.PATCH, ['T <t@x.org>', 'U <u@x.org>'], ['l@y.org'])
         head = out.partition('\n\n')[0]
         self.assertNotIn('old@x.org', out)
         self.assertTrue(head.endswith('something\nTo: T <t@x.org>,\n    U <u@x.org>\n'
@@ -166,10 +166,10 @@ class RecipientsTest(unittest.TestCase):
         self.assertTrue(out.endswith(self.PATCH.partition('\n\n')[2]))
 
     def test_sections(self) -> None:
-        self.assertEqual(series.sections_for(self.PATCH),
-                         [series.KUNIT_SECTION, series.PM_SECTION])
+        self.assertEqual(seriesmake.sections_for(self.PATCH),
+                         [seriesmake.KUNIT_SECTION, seriesmake.PM_SECTION])
         fix = 'Subject: [PATCH] cpu/hotplug: Fix\n\n+++ b/kernel/cpu.c\n+\tx = 1;\n'
-        self.assertEqual(series.sections_for(fix), [])
+        self.assertEqual(seriesmake.sections_for(fix), [])
 
 
 class PostedFormTest(unittest.TestCase):
@@ -191,7 +191,7 @@ class PostedFormTest(unittest.TestCase):
                 for spec in specs:
                     name, part = seriesplan.source_parts(spec)
                     parts.setdefault(name, []).extend([part] if part else [])
-                    texts[f'{patch}: {spec}'] = series.for_kernel(
+                    texts[f'{patch}: {spec}'] = seriesmake.for_kernel(
                         (REPO / 'kunit' / name).read_text(), '6.12.118', True, parts[name])
         return texts
 
@@ -224,7 +224,7 @@ class PostedFormTest(unittest.TestCase):
         """The harness's form keeps the cases the posted form leaves out."""
         text = (REPO / 'kunit' / 'cpuhp_rollback_kunit.c').read_text()
         harness = tree.harness_view(text, True)
-        posted = series.for_kernel(text, '6.12.118', True)
+        posted = seriesmake.for_kernel(text, '6.12.118', True)
         for case in ('cpuhp_rollback_up_undo_fails', 'cpuhp_rollback_partial_target',
                      'cpuhp_rollback_real_resume_fails'):
             with self.subTest(case=case):
@@ -233,12 +233,12 @@ class PostedFormTest(unittest.TestCase):
                 self.assertNotIn(case, posted)
         self.assertIn('cpuhp_rollback_thaw_fails', posted)
         self.assertNotIn('cpuhp_rollback_thaw_fails',
-                         series.for_kernel(text, '6.12.118', True, []))
+                         seriesmake.for_kernel(text, '6.12.118', True, []))
 
 
 class ForKernelTest(unittest.TestCase):
     def test_6_12_keeps_the_new_branch_without_compat(self) -> None:
-        out = series.for_kernel(SOURCE, '6.12.118', drop_compat=True)
+        out = seriesmake.for_kernel(SOURCE, '6.12.118', drop_compat=True)
         self.assertIn('new_way', out)
         self.assertNotIn('old_way', out)
         self.assertNotIn('compat', out)
@@ -248,7 +248,7 @@ class ForKernelTest(unittest.TestCase):
         self.assertIn('static int both;', out)
 
     def test_6_1_keeps_the_old_branch_and_compat(self) -> None:
-        out = series.for_kernel(SOURCE, '6.1.192', drop_compat=False)
+        out = seriesmake.for_kernel(SOURCE, '6.1.192', drop_compat=False)
         self.assertIn('old_way', out)
         self.assertNotIn('new_way', out)
         self.assertIn('#include "cpuhp_kunit_compat.h"', out)
@@ -256,16 +256,16 @@ class ForKernelTest(unittest.TestCase):
     def test_nested_blocks_are_refused(self) -> None:
         nested = SOURCE.replace('static int new_way;', '#ifdef X\nstatic int new_way;\n#endif')
         with self.assertRaisesRegex(seriesplan.SeriesError, 'inside a version check'):
-            series.for_kernel(nested, '6.12.118', True)
+            seriesmake.for_kernel(nested, '6.12.118', True)
 
     def test_version_codes(self) -> None:
-        self.assertEqual(series.version_code('6.12.118'), (6 << 16) + (12 << 8) + 118)
-        self.assertEqual(series.version_code('4.9.337'), (4 << 16) + (9 << 8) + 255)
+        self.assertEqual(seriesmake.version_code('6.12.118'), (6 << 16) + (12 << 8) + 118)
+        self.assertEqual(seriesmake.version_code('4.9.337'), (4 << 16) + (9 << 8) + 255)
 
     def test_the_real_crosststamp_source(self) -> None:
         text = (REPO / 'kunit' / 'timekeeping_crosststamp_kunit.c').read_text()
-        new = series.for_kernel(text, '6.12.118', True)
-        old = series.for_kernel(text, '6.1.192', False)
+        new = seriesmake.for_kernel(text, '6.12.118', True)
+        old = seriesmake.for_kernel(text, '6.1.192', False)
         self.assertIn('counter->cs_id = id;', new)
         self.assertNotIn('LINUX_VERSION_CODE', new + old)
         self.assertLess(len(new), len(text))
@@ -273,7 +273,7 @@ class ForKernelTest(unittest.TestCase):
 
 class AuthorTest(unittest.TestCase):
     def test_given_author(self) -> None:
-        self.assertEqual(series.author_of('Ada L <ada@lovelace.dev>'), 'Ada L <ada@lovelace.dev>')
+        self.assertEqual(seriesmake.author_of('Ada L <ada@lovelace.dev>'), 'Ada L <ada@lovelace.dev>')
 
     def test_an_address_nobody_reads_is_refused(self) -> None:
         for email in ('ada@example.org', 'a@example.com', 'a@b.example', 'ci@host.localhost',
@@ -281,13 +281,13 @@ class AuthorTest(unittest.TestCase):
                       'maintainers@users.noreply.a-seed-0b6cd6bd.example', 'no-reply@x.org'):
             with self.subTest(email=email):
                 with self.assertRaisesRegex(seriesplan.SeriesError, 'nobody reads'):
-                    series.author_of(f'Ada <{email}>')
+                    seriesmake.author_of(f'Ada <{email}>')
                 # A series made for the checks only may carry it.
-                self.assertEqual(series.author_of(f'Ada <{email}>', checks_only=True),
+                self.assertEqual(seriesmake.author_of(f'Ada <{email}>', checks_only=True),
                                  f'Ada <{email}>')
         for email in ('ada@examples.org', 'ada@contest.org', 'noreplyguy@x.org'):
             with self.subTest(email=email):
-                self.assertEqual(series.author_of(f'Ada <{email}>'), f'Ada <{email}>')
+                self.assertEqual(seriesmake.author_of(f'Ada <{email}>'), f'Ada <{email}>')
 
     def test_git_config_nobody_reads_is_named(self) -> None:
         def cfg(cmd: List[str], **_: object) -> 'subprocess.CompletedProcess[str]':
@@ -296,30 +296,30 @@ class AuthorTest(unittest.TestCase):
         with mock.patch('subprocess.run', side_effect=cfg):
             with self.assertRaisesRegex(seriesplan.SeriesError,
                                         '^git config user.email is x@example.com, an address'):
-                series.author_of('')
+                seriesmake.author_of('')
 
     def test_placeholder_and_garbage_are_refused(self) -> None:
         with self.assertRaisesRegex(seriesplan.SeriesError, 'placeholder'):
-            series.author_of(f'cpuhp-kunit developers <{series.PLACEHOLDER}>')
+            seriesmake.author_of(f'cpuhp-kunit developers <{seriesmake.PLACEHOLDER}>')
         with self.assertRaisesRegex(seriesplan.SeriesError, 'no author'):
-            series.author_of('just a name')
+            seriesmake.author_of('just a name')
 
     def test_no_git_config_is_refused(self) -> None:
         done = subprocess.CompletedProcess([], 1, '', '')
         with mock.patch('subprocess.run', return_value=done):
             with self.assertRaisesRegex(seriesplan.SeriesError, 'git config user.name'):
-                series.author_of('')
+                seriesmake.author_of('')
 
     def test_sign_off_joins_the_trailers(self) -> None:
         msg = ('sub\n\nbody\n\nFixes: 090e77c391dd ("x")\nCc: stable@vger.kernel.org\n'
                'Signed-off-by: cpuhp-kunit developers <dev@cpuhp-kunit.example>\n')
-        self.assertEqual(series.signed_off(msg, 'Ada <a@b.org>'),
+        self.assertEqual(seriesmake.signed_off(msg, 'Ada <a@b.org>'),
                          'sub\n\nbody\n\nFixes: 090e77c391dd ("x")\nCc: stable@vger.kernel.org\n'
                          'Signed-off-by: Ada <a@b.org>\n')
 
     def test_sign_off_is_replaced(self) -> None:
         msg = 'sub\n\nbody\n\nSigned-off-by: cpuhp-kunit developers <dev@cpuhp-kunit.example>\n'
-        self.assertEqual(series.signed_off(msg, 'Ada <a@b.org>'),
+        self.assertEqual(seriesmake.signed_off(msg, 'Ada <a@b.org>'),
                          'sub\n\nbody\n\nSigned-off-by: Ada <a@b.org>\n')
 
 
@@ -333,7 +333,7 @@ class PristineCommitTest(unittest.TestCase):
             for args in (['init', '-q'], ['add', 'f'],
                          ['-c', 'user.name=a', '-c', 'user.email=a@b', 'commit', '-q', '-m', 'm']):
                 subprocess.run(['git', '-C', str(tmp), *args], check=True)
-            ids.append(series.pristine_commit(tmp, 'HEAD', 'linux-source-6.12 1'))
+            ids.append(seriesmake.pristine_commit(tmp, 'HEAD', 'linux-source-6.12 1'))
         self.assertEqual(ids[0], ids[1])
 
 
@@ -364,10 +364,10 @@ class ModuleTest(unittest.TestCase):
 
 class ReportTest(unittest.TestCase):
     def test_no_check_is_not_a_pass(self) -> None:
-        self.assertFalse(series.Report('6.12').ok)
+        self.assertFalse(seriesreport.Report('6.12').ok)
 
     def test_one_red_check_is_red(self) -> None:
-        r = series.Report('6.12')
+        r = seriesreport.Report('6.12')
         with mock.patch('sys.stdout'):
             r.add('a', True)
             r.add('b', False, 'broken')
@@ -388,20 +388,20 @@ class PristineJudgeTest(unittest.TestCase):
         # today's, its known failures those of fixes=0.
         console = Path(__file__).parent / 'data' / 'series_pristine_6.12_console.log'
         with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(run, 'expectations', recorded.run_default_expectations):
-            args = series.judge_args(console, '6.12', 4, 'cpuhp_*', Path(tmp) / 'out')
+                mock.patch.object(judging, 'expectations', recorded.run_default_expectations):
+            spec = series.pristine_spec(console, '6.12', 4, 'cpuhp_*', Path(tmp) / 'out')
             with contextlib.redirect_stdout(io.StringIO()):
-                self.assertEqual(run.main(args), 0)
-                self.assertEqual(args[-6:], ['--fixes', '0', '--userspace', '0', '--config',
-                                             'series'])
+                self.assertEqual(judging.judge_file(spec), 0)
+                self.assertEqual((spec.fixes, spec.userspace, spec.config),
+                                 (False, False, 'series'))
 
     def test_the_posted_cases_are_expected(self) -> None:
         """A posted series' run is judged against the posted form of its sources."""
-        cases = run.expectations('cpuhp_*', {'kver': '6.12', 'config': 'series'}).cases or {}
+        cases = judging.expectations('cpuhp_*', {'kver': '6.12', 'config': 'series'}).cases or {}
         self.assertEqual(sorted(cases), ['cpuhp_install', 'cpuhp_rollback'])
         self.assertIn('cpuhp_rollback_thaw_fails', cases['cpuhp_rollback'])
         for case in ('cpuhp_rollback_up_undo_fails', 'cpuhp_rollback_partial_target',
                      'cpuhp_rollback_real_resume_fails'):
             self.assertNotIn(case, cases['cpuhp_rollback'])
-        harness = run.expectations('cpuhp_*', {'kver': '6.12'}).cases or {}
+        harness = judging.expectations('cpuhp_*', {'kver': '6.12'}).cases or {}
         self.assertIn('cpuhp_rollback_up_undo_fails', harness['cpuhp_rollback'])

@@ -1,0 +1,64 @@
+"""The report of a make series* run: each check, out/series.json, junit.xml, summary.txt."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List
+
+
+@dataclass
+class Check:
+    """One check of a make series* run."""
+    name: str
+    ok: bool
+    detail: str = ''
+
+
+@dataclass
+class Report:
+    """Every check of a make series* run: out/series.json, junit.xml, summary.txt."""
+    kver: str
+    checks: List[Check] = field(default_factory=list)
+    kind: str = 'series'        # what make target: series, fixes-series
+
+    def add(self, name: str, ok: bool, detail: str = '') -> None:
+        self.checks.append(Check(name, ok, detail))
+        first = detail.splitlines()[0] if detail else ''
+        print(f"{'ok  ' if ok else 'FAIL'}  {name}" + (f': {first}' if first else ''), flush=True)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    def finish(self, out: Path) -> int:
+        """Write the report to @out, say PASS or FAIL; the exit status."""
+        self.write(out)
+        print(f'cpuhp-kunit {self.kind} {self.kver}: ' + ('PASS' if self.ok else 'FAIL')
+              + f' ({out})')
+        return 0 if self.ok else 1
+
+    def write(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / 'series.json').write_text(json.dumps(
+            {'kver': self.kver, 'kind': self.kind, 'verdict': 'pass' if self.ok else 'fail',
+             'checks': [vars(c) for c in self.checks]}, indent=1) + '\n')
+        suite = ET.Element('testsuite', name=f'{self.kind} KVER={self.kver}',
+                           tests=str(len(self.checks)),
+                           failures=str(sum(not c.ok for c in self.checks)))
+        for c in self.checks:
+            tc = ET.SubElement(suite, 'testcase', classname=self.kind, name=c.name)
+            if not c.ok:
+                ET.SubElement(tc, 'failure', message=c.detail.splitlines()[0] if c.detail
+                              else 'failed').text = c.detail
+            elif c.detail:
+                ET.SubElement(tc, 'system-out').text = c.detail
+        top = ET.Element('testsuites')
+        top.append(suite)
+        ET.indent(top)
+        ET.ElementTree(top).write(out / 'junit.xml', encoding='utf-8', xml_declaration=True)
+        lines = [f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}" for c in self.checks]
+        lines.append(f'cpuhp-kunit {self.kind} {self.kver}: ' + ('PASS' if self.ok else 'FAIL'))
+        (out / 'summary.txt').write_text('\n'.join(lines) + '\n')
