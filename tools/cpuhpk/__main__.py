@@ -351,8 +351,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(usage({**os.environ, **given}))
         return 0
     if name not in COMMANDS:
-        print(f'python3 -m cpuhpk: {"no command " + repr(name) if name else "a command, please"}'
-              ': python3 -m cpuhpk help lists them', file=sys.stderr)
+        what = f'no command {name!r}:' if name else 'which command?'
+        print(f'python3 -m cpuhpk: {what} python3 -m cpuhpk help lists them', file=sys.stderr)
         return 2
     return execute(name, args[1:])
 
