@@ -12,11 +12,14 @@ product speaks of the project alone.
   stops or sittings of the work, no names of tools that are not the
   project's (PROCESS_WORDS). A change is named by its commit, a moment by
   its date, a result by its measurement.
-- Every knob the Makefile defines (`NAME ?=`) has its row in
-  Documentation/knobs.md's table and every row's knob is the Makefile's;
-  every target of .PHONY is written as `make <target>` somewhere in README
-  or Documentation/; Documentation/internals.md names every module of
-  tools/cpuhpk/.
+- Every knob the Makefile defines (`NAME ?=`) and every knob of the
+  command line's table (python3 -m cpuhpk: KNOBS, ENVIRONMENT) has its row
+  in Documentation/knobs.md's table, with the table's default, and every
+  row's knob is the Makefile's and the table's; every command of the
+  command line has its row in knobs.md's table of commands and every row
+  there is a command; every target of .PHONY is written as `make <target>`
+  somewhere in README or Documentation/; Documentation/internals.md names
+  every module of tools/cpuhpk/.
 - A figure is stated by one page, its owner, and linked from the others
   (FIGURES: the default set's mutant count, the x86 state table's counts,
   cpu.c's merged line coverage, arm64's branch coverage, the tools' test
@@ -35,7 +38,9 @@ import re
 import subprocess
 import unittest
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+from cpuhpk import __main__ as cli
 
 REPO = Path(__file__).resolve().parents[2]
 LINK = re.compile(r'(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)')
@@ -192,6 +197,56 @@ def table_knobs(text: str) -> Tuple[Set[str], Set[str]]:
         names = set(re.findall(r'`([A-Z][A-Z0-9_]*)(?:=[^`]*)?`', cell))
         (env if '(env)' in cell else knobs).update(names)
     return knobs, env
+
+
+def table_defaults(text: str) -> Dict[str, str]:
+    """knob -> its default cell in knobs.md's table (a row of several
+    knobs: their defaults apart by commas)."""
+    out: Dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.startswith('| `'):
+            continue
+        cells = line.split('|')
+        names = re.findall(r'`([A-Z][A-Z0-9_]*)(?:=[^`]*)?`', cells[1])
+        defaults = cells[2].split(',') if len(names) > 1 else [cells[2]]
+        out.update(zip(names, (d.strip() for d in defaults)))
+    return out
+
+
+def table_commands(text: str) -> Set[str]:
+    """The commands of knobs.md's table of commands: rows that begin with
+    a lower-case `name`."""
+    return set(re.findall(r'^\| `([a-z][a-z0-9-]*)` \|', text, re.M))
+
+
+def undocumented_cli(knobs_md: str, knobs: Sequence[cli.Knob], environment: Sequence[str],
+                     commands: Mapping[str, object]) -> List[str]:
+    """What the command line knows that knobs.md does not, both ways; a
+    default that is not the table's (a knob with one: its row's default
+    is `it`, first; one without: no value in backquotes)."""
+    documented, env = table_knobs(knobs_md)
+    names = {k.name for k in knobs}
+    out = [f'knob {k}: no row in Documentation/knobs.md' for k in sorted(names - documented)]
+    out += [f'knob {k}: in Documentation/knobs.md, not in python3 -m cpuhpk\'s KNOBS'
+            for k in sorted(documented - names)]
+    out += [f'environment {k}: no "(env)" row in Documentation/knobs.md'
+            for k in sorted(set(environment) - env)]
+    out += [f'environment {k}: in Documentation/knobs.md, not in python3 -m cpuhpk\'s '
+            'ENVIRONMENT' for k in sorted(env - set(environment))]
+    defaults = table_defaults(knobs_md)
+    for k in knobs:
+        cell = defaults.get(k.name)
+        if cell is None:
+            continue
+        if k.default and not cell.startswith(f'`{k.default}`'):
+            out.append(f'knob {k.name}: default `{k.default}`, Documentation/knobs.md says {cell!r}')
+        elif not k.default and cell.startswith('`'):
+            out.append(f'knob {k.name}: no default, Documentation/knobs.md says {cell!r}')
+    told = table_commands(knobs_md)
+    out += [f'command {c}: no row in Documentation/knobs.md' for c in sorted(set(commands) - told)]
+    out += [f'command {c}: in Documentation/knobs.md, not a command of python3 -m cpuhpk'
+            for c in sorted(told - set(commands))]
+    return out
 
 
 def documented_targets(texts: Iterable[str]) -> Set[str]:
@@ -458,6 +513,35 @@ class DocsTest(unittest.TestCase):
         self.assertGreater(len(makefile_knobs(makefile())), 20)
         self.assertGreater(len(makefile_targets(makefile())), 20)
         self.assertEqual(undocumented(makefile(), knobs_md, docs), [])
+
+    def test_every_knob_and_command_of_the_command_line_is_documented(self) -> None:
+        knobs_md = (REPO / 'Documentation' / 'knobs.md').read_text()
+        self.assertGreater(len(table_commands(knobs_md)), 20)
+        self.assertEqual(undocumented_cli(knobs_md, cli.KNOBS, [n for n, _ in cli.ENVIRONMENT],
+                                          cli.COMMANDS), [])
+
+    def test_an_undocumented_knob_or_command_of_the_command_line_is_found(self) -> None:
+        knobs_md = (REPO / 'Documentation' / 'knobs.md').read_text()
+        env = [n for n, _ in cli.ENVIRONMENT]
+        knobs = [*cli.KNOBS, cli.Knob('NEW_KNOB', '', '')]
+        commands = {**cli.COMMANDS, 'brand-new': cli.Command()}
+        self.assertEqual(undocumented_cli(knobs_md, knobs, env + ['CPUHP_KUNIT_NEW'], commands),
+                         ['knob NEW_KNOB: no row in Documentation/knobs.md',
+                          'environment CPUHP_KUNIT_NEW: no "(env)" row in Documentation/knobs.md',
+                          'command brand-new: no row in Documentation/knobs.md'])
+        gone = (knobs_md.replace('| `SMP` | `4` |', '| `SMP` | `2` |')
+                .replace('| `CONSOLE` | |', '| `CONSOLE` | `c.log` |')
+                + '| `GONE_KNOB` | | gone |\n| `GONE_ENV` (env) | | gone |\n'
+                '| `gone-command` | | gone |\n')
+        self.assertEqual(undocumented_cli(gone, cli.KNOBS, env, cli.COMMANDS),
+                         ["knob GONE_KNOB: in Documentation/knobs.md, not in python3 -m cpuhpk's "
+                          'KNOBS',
+                          "environment GONE_ENV: in Documentation/knobs.md, not in python3 -m "
+                          "cpuhpk's ENVIRONMENT",
+                          "knob SMP: default `4`, Documentation/knobs.md says '`2`'",
+                          "knob CONSOLE: no default, Documentation/knobs.md says '`c.log`'",
+                          'command gone-command: in Documentation/knobs.md, not a command of '
+                          'python3 -m cpuhpk'])
 
     def test_an_undocumented_knob_or_target_is_found(self) -> None:
         docs = [p.read_text() for p in pages()]
