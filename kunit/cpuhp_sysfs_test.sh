@@ -304,7 +304,8 @@ secondary_threads() {
 }
 
 # "off" takes exactly the secondary threads offline (online file, online
-# mask, state) and "on" brings every one of them back.
+# mask, state), none of them can be brought up alone then (online file or
+# target: EPERM), and "on" brings every one of them back.
 smt_control_off_on() {
 	sec=$(secondary_threads) cpus=$(online_cpus)
 	write "$SMT/control" off || return 1
@@ -317,7 +318,10 @@ smt_control_off_on() {
 		expect "cpu$k online after off" "$(cat "$SYS/cpu$k/online" 2>/dev/null || echo 1)" \
 			"$want" || return 1
 		[ "$want" = 0 ] && { expect "cpu$k state after off" \
-			"$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" || return 1; }
+			"$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" &&
+			write "$SYS/cpu$k/online" 1 "Operation not permitted" &&
+			write "$SYS/cpu$k/hotplug/target" "$(state_nr online)" \
+				"Operation not permitted" || return 1; }
 	done
 	write "$SMT/control" on &&
 	expect "smt/control" "$(cat "$SMT/control")" on &&
