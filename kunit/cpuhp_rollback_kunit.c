@@ -77,9 +77,11 @@
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
+#include <linux/device.h>
 #include <linux/sched/isolation.h>
 #include <linux/spinlock.h>
 #include <linux/suspend.h>
+#include <linux/topology.h>
 #include <trace/events/cpuhp.h>
 
 #ifdef CPUHP_KUNIT_HARNESS
@@ -1231,6 +1233,62 @@ static void cpuhp_rollback_disabled(struct kunit *test)
 	cpuhp_rollback_expect_online(test, rb);
 }
 
+#ifdef CPUHP_KUNIT_HARNESS
+/* The skip of the SMT control's cases where it has nothing to switch. */
+#define CPUHP_ROLLBACK_NO_SMT "needs SMT siblings and SMT control on (make run TOPOLOGY=smt)"
+
+#ifdef CONFIG_HOTPLUG_SMT
+/* smt/control's "on": every secondary thread brought back. */
+static void cpuhp_rollback_smt_on(void *unused)
+{
+	lock_device_hotplug();
+	cpuhp_smt_enable();
+	unlock_device_hotplug();
+}
+
+/*
+ * While CPU hotplug is disabled cpu_up() refuses with -EBUSY before it asks
+ * whether the CPU may boot: a secondary thread that SMT control took down
+ * (smt/control's "off": cpu_up() refuses it with -EPERM) gets -EBUSY too,
+ * and -EPERM again once hotplug is enabled.
+ */
+static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int cpu, thread = nr_cpu_ids;
+	int ret;
+
+	for_each_cpu(cpu, rb->rec->online) {
+		if (!topology_is_primary_thread(cpu)) {
+			thread = cpu;
+			break;
+		}
+	}
+	if (cpu_smt_control != CPU_SMT_ENABLED || thread >= nr_cpu_ids)
+		kunit_skip(test, CPUHP_ROLLBACK_NO_SMT);
+	lock_device_hotplug();
+	ret = cpuhp_smt_disable(CPU_SMT_DISABLED);
+	unlock_device_hotplug();
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_smt_on, NULL), 0);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_ASSERT_FALSE_MSG(test, cpu_online(thread), "CPU %u", thread);
+
+	cpuhp_rollback_disable(test);
+	KUNIT_EXPECT_EQ(test, add_cpu(thread), -EBUSY);
+	kunit_release_action(test, cpuhp_rollback_enable, NULL);
+	KUNIT_EXPECT_EQ(test, add_cpu(thread), -EPERM);
+
+	kunit_release_action(test, cpuhp_rollback_smt_on, NULL);
+	KUNIT_EXPECT_TRUE_MSG(test, cpu_online(thread), "CPU %u", thread);
+}
+#else
+static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
+{
+	kunit_skip(test, CPUHP_ROLLBACK_NO_SMT);
+}
+#endif
+#endif
+
 #ifdef CPUHP_KUNIT_PART_freeze
 #ifdef CPUHP_KUNIT_HARNESS
 /*
@@ -1433,6 +1491,9 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_target_refused),
 #endif
 	KUNIT_CASE(cpuhp_rollback_disabled),
+#ifdef CPUHP_KUNIT_HARNESS
+	KUNIT_CASE(cpuhp_rollback_disabled_smt_off),
+#endif
 #ifdef CPUHP_KUNIT_PART_freeze
 #ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE(cpuhp_rollback_freeze_wakeup_pending),
