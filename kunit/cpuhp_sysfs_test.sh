@@ -449,10 +449,19 @@ offline_cpus() {
 	done
 }
 
+# The CPUs the boot started, on one line: x86 lists them after "Booting
+# SMP configuration" (".... node  #0, CPUs:      #1 #2 #3").
+boot_started_cpus() {
+	dmesg | awk 'f && /\.\.\.\. node/ { print; next } f { exit } /Booting SMP configuration/ { f = 1 }' |
+		tr ' ' '\n' | sed -n 's/^#\([0-9][0-9]*\)$/\1/p' | tr '\n' ' '
+}
+
 # After a boot with nosmt the control reads off (forceoff with =force),
 # smt/active 0, no two online CPUs are threads of one core, and the CPUs
-# kept offline rest at the offline state, their target too, and cannot be
-# brought up one by one (cpu_bootable(): EPERM).
+# kept offline were started once all the same (x86: each thread must set
+# CR4.MCE; the boot's list of the CPUs it started), rest at the offline
+# state, their target too, and cannot be brought up one by one
+# (cpu_bootable(): EPERM).
 nosmt_boot_threads_offline() {
 	want=off
 	[ "$NOSMT" = nosmt=force ] && want=forceoff
@@ -464,7 +473,14 @@ nosmt_boot_threads_offline() {
 		expect "cpu$k thread siblings" \
 			"$(cat "$SYS/cpu$k/topology/thread_siblings_list")" "$k" || return 1
 	done
+	started=" $(boot_started_cpus)"
+	[ "$started" != " " ] || { echo "    # dmesg has no list of the CPUs the boot started"; return 1; }
 	for k in $off; do
+		case $started in *" $k "*) ;; *)
+			echo "    # cpu$k was never started at boot (started:$started)"
+			return 1
+			;;
+		esac
 		expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" &&
 		expect "cpu$k target" "$(cat "$SYS/cpu$k/hotplug/target")" "$(state_nr offline)" &&
 		write "$SYS/cpu$k/online" 1 "Operation not permitted" &&
