@@ -37,7 +37,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, execute, gcov, judging, runspec, tree, verdict  # noqa: E402
+from cpuhpk import arch, execute, gcov, outputs, runspec, tree, verdict  # noqa: E402
 from cpuhpk.gcov import FileCov, pct  # noqa: E402
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
@@ -196,11 +196,11 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
         tree.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)
-    v = judging.add_problems(out, problems)
+    v = outputs.add_problems(out, problems)
     for p in problems:
         print(f'cpuhp-kunit: FAIL: [{p.category}] {p}', file=sys.stderr)
     print('cpuhp-kunit: PASS' if v.ok and not rc else 'cpuhp-kunit: FAIL')
-    print(judging.counts_line(v))
+    print(outputs.counts_line(v))
     return 1 if problems or rc or not v.ok else 0
 
 

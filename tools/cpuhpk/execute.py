@@ -6,7 +6,7 @@ KVER=, or the user's: usertree.py), builds kunit.py's command
 built of these very inputs (buildstamp.py, kunit.py exec) and runs
 kunit.py in a process group of its own (proc.py), killed when it
 outlives the build allowance plus the kernel's timeout. Its console is
-then judged (judging.py), the coverage of the run reported (gcov.py) and
+then judged (outputs.py), the coverage of the run reported (gcov.py) and
 the kernel's reports decoded (decode.py). Ctrl-C and SIGTERM end kunit.py,
 make and QEMU; the verdict then says interrupted.
 """
@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
-from cpuhpk import (arch, attrs, buildstamp, gcov, hostctl, isolation, judging, knobs, ktap,
-                    kunitcmd, page, proc, runspec, tree, usertree, verdict)
+from cpuhpk import (arch, attrs, buildstamp, gcov, hostctl, isolation, knobs, ktap, kunitcmd,
+                    outputs, page, proc, runspec, tree, usertree, verdict)
 from cpuhpk.runspec import REPO, RunSpec
 
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -67,7 +67,7 @@ def coverage_report(out: Path, build_dir: Path, src: Path, kver: str,
         if not v.ok:
             tree.log(f'no coverage report: {e}')
             return v
-        return judging.add_problems(out, [verdict.Problem('coverage', '', str(e))])
+        return outputs.add_problems(out, [verdict.Problem('coverage', '', str(e))])
     tree.log(f'coverage: {out / "summary.txt"}, {out / "html" / "index.html"}')
     return v
 
@@ -81,7 +81,7 @@ def execute(spec: RunSpec) -> int:
     except tree.PrepareError as e:
         assert spec.tree is not None
         name = usertree.tree_key(spec.tree.path.expanduser().resolve())[0]
-        return judging.fail_early(spec.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
+        return outputs.fail_early(spec.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
                                   {'tree': str(spec.tree.path), 'rev': spec.tree.rev,
                                    'commit': runspec.commit()})
     spec = spec.for_user(user)
@@ -99,7 +99,7 @@ def execute(spec: RunSpec) -> int:
     except (proc.Interrupted, KeyboardInterrupt) as e:
         signum = e.signum if isinstance(e, proc.Interrupted) else signal.SIGINT
         if out.is_dir():
-            judging.add_problems(out, [verdict.Problem('interrupted', '', f'interrupted by '
+            outputs.add_problems(out, [verdict.Problem('interrupted', '', f'interrupted by '
                                                        f'{signal.Signals(signum).name}')])
         print(f'cpuhp-kunit: interrupted by {signal.Signals(signum).name}; kunit.py, make '
               'and QEMU stopped', file=sys.stderr)
@@ -112,17 +112,17 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
     isolate = spec.isolate
     options = knobs.make_options(spec)
     try:
-        exp = judging.expectations(spec.filter, context, spec.strict,
+        exp = outputs.expectations(spec.filter, context, spec.strict,
                                    bool(gcov.userspace_cases(spec.filter)))
         if exp.cases == {}:
-            return judging.fail_early(out, 'missing', f'FILTER={spec.filter} matches no case '
+            return outputs.fail_early(out, 'missing', f'FILTER={spec.filter} matches no case '
                                       'of the kunit/ suites', context)
         left_out = attrs.apply_attribute_filter(exp, spec)
         if exp.cases == {}:
-            return judging.fail_early(out, 'missing', f'FILTER_ATTR={spec.filter_attr} leaves '
+            return outputs.fail_early(out, 'missing', f'FILTER_ATTR={spec.filter_attr} leaves '
                                       f'out every case FILTER={spec.filter} selects', context)
         if isolate and not isolation.isolated_boots(exp, isolate):
-            return judging.fail_early(out, 'prepare', f'ISOLATE={isolate} boots once per KUnit '
+            return outputs.fail_early(out, 'prepare', f'ISOLATE={isolate} boots once per KUnit '
                                       f'{isolate}: FILTER={spec.filter} selects none (only the '
                                       'user-space suite, which runs after the suites of a '
                                       'boot)', context)
@@ -141,7 +141,7 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
         qemu_config = gcov.guest(build_dir, spec.filter, a,
                                  isolation.isolation_anchor(exp, isolate))
     except tree.PrepareError as e:
-        return judging.fail_early(out, 'prepare', str(e), context)
+        return outputs.fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version
     context['package'] = t.package
     shutil.rmtree(out, ignore_errors=True)
@@ -200,15 +200,15 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
             (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
     elif test_log.is_file():
         shutil.copyfile(test_log, out / 'console.log')
-    _, v = judging.judge(out, out / 'console.log', exp, rc, killed_after, spec.timeout,
+    _, v = outputs.judge(out, out / 'console.log', exp, rc, killed_after, spec.timeout,
                  kunit_log, out / 'results.json', t.kunit_py, isolate,
                  left_out if spec.filter_action == 'skip' else ())
     if spec.coverage_report:
         v = coverage_report(out, build_dir, t.path, spec.kver, v, a, isolate)
         if (out / 'coverage.info').is_file():
             buildstamp.remember_coverage(out, sources)
-    v = judging.decode_reports(out, build_dir / 'vmlinux', [t.path], a.cross_compile or '') or v
-    judging.write_kcidb(out)        # with the coverage
+    v = outputs.decode_reports(out, build_dir / 'vmlinux', [t.path], a.cross_compile or '') or v
+    outputs.write_kcidb(out)        # with the coverage
     page.write_run(out)     # with the coverage and the state map
     tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
              f'{out / "index.html"}')
@@ -217,5 +217,5 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
                  f'CONSOLE={out / "console.log"} KVER={user.kver} SMP={spec.smp}'
                  + (f' CONFIG={spec.config}' if spec.config != 'default' else '')
                  + (f" FILTER='{spec.filter}'" if spec.filter else ''))
-    print('\n'.join(judging.summary(v)))
+    print('\n'.join(outputs.summary(v)))
     return 0 if v.ok else 1

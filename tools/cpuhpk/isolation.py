@@ -217,7 +217,7 @@ def judge_isolated(console: ktap.Console,
 
 
 def run_root(out: Path, context: Dict[str, str]) -> ktap.Test:
-    """The KTAP tree of the run in @out as judging.judge() made it (its junit.xml's)."""
+    """The KTAP tree of the run in @out as outputs.judge() made it (its junit.xml's)."""
     console = out / 'console.log'
     if context.get('isolate') and console.is_file():
         lines = ktap.read_console(console).lines

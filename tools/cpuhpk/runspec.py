@@ -2,7 +2,7 @@
 
 make run's variables reach tools/cpuhpk/run.py as options (parser());
 RunSpec.from_args() reads them into one frozen value that every module
-takes (execute.py runs it, judging.py judges its console, coverage,
+takes (execute.py runs it, outputs.py judges its console, coverage,
 mutate, bisect, series and tree-test make their own), and
 RunSpec.argv() gives them back as options for the one place that starts a
 run as a process of its own (mutate.py). What a run's knobs decide

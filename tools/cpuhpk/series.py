@@ -33,7 +33,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, judging, proc, seriesplan, tree, verdict  # noqa: E402
+from cpuhpk import arch, outputs, proc, seriesplan, tree, verdict  # noqa: E402
 from cpuhpk.runspec import RunSpec  # noqa: E402
 from cpuhpk.seriesmake import (BASE_TREE, cpus, git, identity, make_series,  # noqa: E402
                                pristine_commit, run_command, scratch, signer)
@@ -256,7 +256,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 report.add(what, False, 'kunit.py ' + (
                     'did not end' if killed is not None else f'left no console (exit {rc})'))
                 continue
-            verdict_rc = judging.judge_file(pristine_spec(console, kver, cpus(s, smp), s.filter, dest, any(
+            verdict_rc = outputs.judge_file(pristine_spec(console, kver, cpus(s, smp), s.filter, dest, any(
                 p.startswith('fixes/') for p, _ in s.patches)))
             v, _ = verdict.read_json(dest / 'verdict.json')
             passed, failed, skipped, known = v.closing_counts()

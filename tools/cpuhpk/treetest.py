@@ -36,7 +36,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import bisect, execute, judging, junit, tree, usertree, verdict  # noqa: E402
+from cpuhpk import bisect, execute, junit, outputs, tree, usertree, verdict  # noqa: E402
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -234,7 +234,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
             f'{ctx.get("local")}'
 
     def judge_same() -> Tuple[bool, str]:
-        rc = judging.judge_file(RunSpec(console=OUT / 'local' / 'console.log', kver='6.12',
+        rc = outputs.judge_file(RunSpec(console=OUT / 'local' / 'console.log', kver='6.12',
                                         smp=smp, filter=FILTER, out=OUT / 'local-judge'))
         a, b = verdict_of(OUT / 'local'), verdict_of(OUT / 'local-judge')
         return rc == 1 and a[:2] == b[:2], f'make judge exit {rc}: {b[1][:3]}'

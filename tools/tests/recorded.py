@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from cpuhpk import judging, run, verdict
+from cpuhpk import outputs, run, verdict
 
 SUITES = ('cpuhp_install', 'cpuhp_rollback', 'timekeeping_crosststamp')
 CASES: Dict[str, List[str]] = json.loads(
     (Path(__file__).parent / 'data' / 'recorded_cases.json').read_text())
-_expectations = judging.expectations
+_expectations = outputs.expectations
 
 
 SWEEP_SUITES = SUITES + ('cpuhp_sweep',)
@@ -27,7 +27,7 @@ SWEEP_SUITES = SUITES + ('cpuhp_sweep',)
 def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
                  userspace: bool = False,
                  suites: Sequence[str] = SUITES) -> verdict.Expectations:
-    """judging.expectations() narrowed to the suites the recordings hold."""
+    """outputs.expectations() narrowed to the suites the recordings hold."""
     exp = _expectations(filter_glob, context, strict, userspace)
     if exp.cases is not None:
         exp.cases = verdict.filtered({s: c for s, c in CASES.items()
@@ -114,13 +114,13 @@ def without(exp: verdict.Expectations, added: Dict[str, List[str]]) -> verdict.E
 
 def run_default_expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
                              userspace: bool = False) -> verdict.Expectations:
-    """judging.expectations() without the cases added after the run_default_* recordings."""
+    """outputs.expectations() without the cases added after the run_default_* recordings."""
     return without(_expectations(filter_glob, context, strict, userspace),
                    ADDED_SINCE_RUN_DEFAULT)
 
 
 def derailed_expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
                           userspace: bool = False) -> verdict.Expectations:
-    """judging.expectations() without the cases added after derailed_smp2_6.12_console.log."""
+    """outputs.expectations() without the cases added after derailed_smp2_6.12_console.log."""
     return without(_expectations(filter_glob, context, strict, userspace),
                    ADDED_HOTPLUG_DISABLED)

@@ -14,7 +14,7 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import arch, coverage, execute, gcov, hygiene, judging, runspec, tree, verdict
+from cpuhpk import arch, coverage, execute, gcov, hygiene, outputs, runspec, tree, verdict
 from cpuhpk.runspec import RunSpec
 
 INFO = """SF:/src/kernel/cpu.c
@@ -228,7 +228,7 @@ class InfoTest(unittest.TestCase):
 
             with mock.patch.object(execute, 'execute', side_effect=fake_run), \
                     mock.patch.object(runspec, 'REPO', Path(d)), \
-                    mock.patch.object(judging, 'add_problems') as add:
+                    mock.patch.object(outputs, 'add_problems') as add:
                 add.return_value = verdict.Verdict()
                 spec = RunSpec(kver='6.12', arch='x86_64', smp=4, timeout=600)
                 with contextlib.redirect_stdout(io.StringIO()), \

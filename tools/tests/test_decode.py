@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import List, Sequence
 from unittest import mock
 
-from cpuhpk import decode, judging, run, tree, verdict
+from cpuhpk import decode, outputs, run, tree, verdict
 from tests import test_whole_console as whole
 from tests.recorded import run_default_expectations
 from tests.test_titles import WARN
@@ -74,7 +74,7 @@ class DecodeTest(unittest.TestCase):
         src = self.tmp / 'captured.log'
         src.write_text('\n'.join(console) + '\n')
         with contextlib.redirect_stdout(io.StringIO()), \
-                mock.patch.object(judging, 'expectations', run_default_expectations), \
+                mock.patch.object(outputs, 'expectations', run_default_expectations), \
                 mock.patch.object(tree, 'tree_path', side_effect=tree.PrepareError('no tree')):
             run.main(['--judge', str(src), '--out', str(out), '--kver', '6.12', *args])
         return out

@@ -117,11 +117,11 @@ class ImportsTest(unittest.TestCase):
 
     def test_no_module_goes_through_run_s_command_line(self) -> None:
         # run.py is make run's and make judge's command line: a module that
-        # runs or judges takes a RunSpec to execute.py or judging.py.
+        # runs or judges takes a RunSpec to execute.py or outputs.py.
         users = sorted(f'tools/{PACKAGE}/{i.module}.py:{i.line}' for i in package_imports()
                        if i.target == 'run')
         self.assertEqual(users, [], 'build a RunSpec and call execute.execute() or '
-                         'judging.judge_file()')
+                         'outputs.judge_file()')
 
     def test_the_scan_sees_the_package(self) -> None:
         # Not vacuous: the modules are found and their imports are read.

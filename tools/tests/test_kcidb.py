@@ -1,7 +1,7 @@
 """The KCIDB report of a run (cpuhpk.kcidb) against the vendored schema.
 
 The run is a recorded one: run_default_6.12_console.log judged as make run
-judges it (judging.judge() writes verdict.json), with known failures of
+judges it (outputs.judge() writes verdict.json), with known failures of
 kunit/known-failures-6.12 (the sweep's failing parameters among them),
 skips, and parameters named after hotplug states ('up 8 x86/mce:dead').
 Reports are validated with python3-jsonschema, Draft 7 as kcidb-io validates.
@@ -21,7 +21,7 @@ import unittest
 from pathlib import Path
 from typing import Any, Dict, List
 
-from cpuhpk import judging, kcidb, merge, run, verdict
+from cpuhpk import kcidb, merge, outputs, run, verdict
 from tests.recorded import run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -61,7 +61,7 @@ def judged(out: Path, context: Dict[str, str]) -> None:
     shutil.copy(DATA / 'run_default_6.12_console.log', out / 'console.log')
     exp = run_default_expectations('', context, userspace=True)
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-        judging.judge(out, out / 'console.log', exp, rc=1, kunit_log='')
+        outputs.judge(out, out / 'console.log', exp, rc=1, kunit_log='')
 
 
 class RecordedRunTest(unittest.TestCase):
@@ -92,7 +92,7 @@ class RecordedRunTest(unittest.TestCase):
         jsonschema.Draft7Validator.check_schema(SCHEMA)
 
     def test_the_judge_writes_it(self) -> None:
-        """make run and make judge leave out/kcidb.json (judging.write_outputs())."""
+        """make run and make judge leave out/kcidb.json (outputs.write_outputs())."""
         written = json.loads((self.out / 'kcidb.json').read_text())
         self.assertEqual(errors(written), [])
         self.assertEqual(len(written['tests']), len(self.report['tests']) - len(

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 from unittest import mock
 
-from cpuhpk import (arch, attrs, buildstamp, execute, gcov, isolation, judging, knobs, ktap,
-                    kunitcmd, proc, run, runspec, tree, verdict)
+from cpuhpk import (arch, attrs, buildstamp, execute, gcov, isolation, knobs, ktap, kunitcmd,
+                    outputs, proc, run, runspec, tree, verdict)
 from cpuhpk.runspec import RunSpec
 from tests.recorded import run_default_expectations
 from tests.test_run import fake_tree as build_inputs_tree
@@ -130,7 +130,7 @@ class CommandLineTest(unittest.TestCase):
                 out = Path(tmp) / f'out{len(outs)}'
                 with contextlib.redirect_stdout(io.StringIO()), \
                         contextlib.redirect_stderr(io.StringIO()), \
-                        mock.patch.object(judging, 'expectations', run_default_expectations):
+                        mock.patch.object(outputs, 'expectations', run_default_expectations):
                     rc = run.main(['--judge', str(CONSOLE), '--out', str(out), *extra])
                 data = json.loads((out / 'verdict.json').read_text())
                 outs.append((rc, data['verdict'], data['counts']))
@@ -499,7 +499,7 @@ def judge_lines(lines: List[str], exp: verdict.Expectations,
         out = Path(tmp)
         (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in lines))
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            return judging.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
+            return outputs.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
                              isolate=isolate, attr_skipped=attr_skipped)[1]
 
 
@@ -555,7 +555,7 @@ kunit_test_init_section_suites(&a);
                              {'a': ['very'], 'b': ['plain']})
 
     def test_expectations_without_and_with_skip(self) -> None:
-        exp = judging.expectations('', dict(CONTEXT), userspace=True)
+        exp = outputs.expectations('', dict(CONTEXT), userspace=True)
         whole = {s: list(c) for s, c in (exp.cases or {}).items()}
         left = attrs.apply_attribute_filter(exp, attr_args('--filter-attr', 'speed>slow'))
         self.assertEqual(sorted(left), sorted(f'{s}.{c}' for s, cs in slow_cases().items()
@@ -566,7 +566,7 @@ kunit_test_init_section_suites(&a);
         for name in left:
             suite, case = name.split('.')
             self.assertNotIn(case, exp.cases.get(suite, []))
-        exp = judging.expectations('', dict(CONTEXT), userspace=True)
+        exp = outputs.expectations('', dict(CONTEXT), userspace=True)
         self.assertEqual(attrs.apply_attribute_filter(exp, attr_args(
             '--filter-attr', 'speed>slow', '--filter-action', 'skip')), left)
         self.assertEqual(exp.cases, whole)
@@ -828,7 +828,7 @@ class IsolateTest(unittest.TestCase):
             exp = self.expectations()
             exp.context['isolate'] = 'test'
             with contextlib.redirect_stdout(io.StringIO()):
-                root, v = judging.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
+                root, v = outputs.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
                                     isolate='test')
             again = isolation.run_root(out, verdict.read_json(out / 'verdict.json')[1])
             self.assertEqual([(n, t.status) for n, t in ktap.cases(again)],
@@ -841,7 +841,7 @@ class IsolateTest(unittest.TestCase):
                 self.assertEqual(xml.count(f'<testsuite name="{suite.name}"'), 1, suite.name)
 
     def test_the_user_space_suite_runs_in_one_boot(self) -> None:
-        exp = judging.expectations('', dict(CONTEXT), userspace=True)
+        exp = outputs.expectations('', dict(CONTEXT), userspace=True)
         self.assertEqual(isolation.isolation_anchor(exp, 'suite'), 'cpuhp_install')
         assert exp.cases is not None
         self.assertEqual(isolation.isolation_anchor(exp, 'test'),
@@ -937,17 +937,17 @@ class IsolateTest(unittest.TestCase):
             out = Path(tmp)
             (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
             with contextlib.redirect_stdout(io.StringIO()):
-                v = judging.judge(out, out / 'console.log', self.expectations(), 0, None, 600, log,
+                v = outputs.judge(out, out / 'console.log', self.expectations(), 0, None, 600, log,
                               isolate='suite')[1]
                 self.assertNotIn('timeout', [p.category for p in v.problems])
                 timed_out = log.replace('[06:09:00] Elapsed', "Command '['qemu-system-x86_64', "
                                         "'-nodefaults']' timed out after 600 seconds\n"
                                         "[06:09:00] Elapsed")
-                v = judging.judge(out, out / 'console.log', self.expectations(), 0, None, 600,
+                v = outputs.judge(out, out / 'console.log', self.expectations(), 0, None, 600,
                               timed_out, isolate='suite')[1]
                 self.assertIn('timeout', [p.category for p in v.problems])
         listing = log[:log.index('[06:00:02] Starting')]
-        self.assertEqual(judging.build_problem(listing, 1)[2],
+        self.assertEqual(outputs.build_problem(listing, 1)[2],
                          'the kernel booted to list its cases (kunit.py --run_isolated), and '
                          'no boot followed (kunit.py exited 1): see kunit.log')
 
@@ -959,7 +959,7 @@ class IsolateTest(unittest.TestCase):
                 kunit_log_of(boots), 'suite')))
             with contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()), \
-                    mock.patch.object(judging, 'expectations', run_default_expectations):
+                    mock.patch.object(outputs, 'expectations', run_default_expectations):
                 rc = run.main(['--judge', str(src), '--out', str(Path(tmp) / 'out'),
                                '--isolate', 'suite'])
             v, context = verdict.read_json(Path(tmp) / 'out' / 'verdict.json')
@@ -991,7 +991,7 @@ class IsolateTest(unittest.TestCase):
                     contextlib.redirect_stderr(io.StringIO()), \
                     mock.patch.object(tree, 'ensure_packages'), \
                     mock.patch.object(execute, 'prepare_tree', return_value=t), \
-                    mock.patch.object(judging, 'expectations', run_default_expectations), \
+                    mock.patch.object(outputs, 'expectations', run_default_expectations), \
                     mock.patch.object(gcov, 'guest', return_value=Path(tmp) / 'q.py') as guest, \
                     mock.patch.object(buildstamp, 'build_inputs', return_value=None), \
                     mock.patch.object(knobs, 'toolchain', return_value='gcc (Debian) 12.2.0'), \
@@ -1091,7 +1091,7 @@ class KunitPyTest(unittest.TestCase):
                 (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
                 exp = verdict.Expectations(cases={'sa': ['a1', 'a2'], 'sb': ['b1']},
                                            context={'kver': series})
-                _, v = judging.judge(out, out / 'console.log', exp, rc, None, 120, log,
+                _, v = outputs.judge(out, out / 'console.log', exp, rc, None, 120, log,
                                  out / 'results.json', t.kunit_py, args.isolate)
             # kunit.py's own parse: its --json, or (ISOLATE) of each boot, joined.
             data = json.loads((out / 'results.json').read_text())

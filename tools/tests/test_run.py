@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import (arch, buildstamp, execute, judging, kunitcmd, kunitjson, mutate, proc,
-                    run, runspec, tree, verdict)
+from cpuhpk import (arch, buildstamp, execute, kunitcmd, kunitjson, mutate, outputs, proc, run,
+                    runspec, tree, verdict)
 from cpuhpk.runspec import RunSpec
 from tests.recorded import expectations as recorded_expectations
 
@@ -61,7 +61,7 @@ class JudgeTest(unittest.TestCase):
               killed_after: Optional[float] = None) -> verdict.Verdict:
         if console:
             shutil.copy(DATA / console, self.out / 'console.log')
-        return judging.judge(self.out, self.out / 'console.log', self.exp, rc, killed_after, 600,
+        return outputs.judge(self.out, self.out / 'console.log', self.exp, rc, killed_after, 600,
                          kunit_log)[1]
 
     def test_pass_writes_outputs(self) -> None:
@@ -147,7 +147,7 @@ class JudgeTest(unittest.TestCase):
             'KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: cpuhp_rollback\n'
             '    1..1\n    ok 1 cpuhp_rollback_up_ap_fails # SKIP needs two online CPUs\n'
             'ok 1 cpuhp_rollback\n')
-        self.exp = judging.expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails',
+        self.exp = outputs.expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails',
                                     {'kver': '6.12', 'config': 'default', 'smp': '1'})
         self.assertEqual(self.judge(None, 1).problems, [])
         self.exp.context['smp'] = '4'
@@ -158,20 +158,20 @@ class JudgeTest(unittest.TestCase):
         (self.out / 'console.log').write_text(
             'KTAP version 1\n1..0\n    KTAP version 1\n    # Subtest: cpuhp_sysfs\n'
             '    1..1\n    ok 1 states_lists_the_table\nok 99 cpuhp_sysfs\n')
-        self.exp = judging.expectations('cpuhp_sysfs.states_lists_the_table',
+        self.exp = outputs.expectations('cpuhp_sysfs.states_lists_the_table',
                                     {'kver': '6.12', 'config': 'default', 'smp': '4'},
                                     userspace=True)
         self.assertEqual(self.judge(None, 1, '[ERROR] Test: main: 0 tests run!\n'
                                     'Testing complete. Ran 0 tests: errors: 1\n').problems, [])
         self.assertEqual([p.category for p in self.judge(None, 1, 'other\n').problems],
                          ['kunit.py'])
-        self.exp = judging.expectations('cpuhp_*', {'kver': '6.12', 'config': 'default',
+        self.exp = outputs.expectations('cpuhp_*', {'kver': '6.12', 'config': 'default',
                                                 'smp': '4'}, userspace=True)
-        self.assertFalse(judging.only_userspace(self.exp))
+        self.assertFalse(outputs.only_userspace(self.exp))
 
     def test_added_problem_reaches_junit(self) -> None:
         self.judge('pass_default_console.log', 0)
-        judging.add_problems(self.out, [verdict.Problem('coverage', '', 'coverage gate: low')])
+        outputs.add_problems(self.out, [verdict.Problem('coverage', '', 'coverage gate: low')])
         self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
         v, _ = verdict.read_json(self.out / 'verdict.json')
         self.assertEqual((v.passed, [p.category for p in v.problems]), (44, ['coverage']))
@@ -210,7 +210,7 @@ class JudgeTest(unittest.TestCase):
             verdict.Skip('a.c', 'no TSC', False)],
             statuses={'a.a': 'pass', 'a.b': 'skip', 'a.c': 'skip'})
         v.add('unexpected-skip', 'a.c', 'skipped, not expected here: no TSC')
-        text = '\n'.join(judging.summary(v))
+        text = '\n'.join(outputs.summary(v))
         self.assertIn('skipped (expected) a.b: needs two online CPUs [SMP=1]', text)
         self.assertIn('skipped (NOT EXPECTED) a.c: no TSC', text)
         # The unexpected skip counts as failed in the closing line.
@@ -221,9 +221,9 @@ class JudgeTest(unittest.TestCase):
             with self.subTest(console=console):
                 v = self.judge(console, 1)
                 self.assertFalse(v.ok)
-                self.assertNotIn(' 0 failed', judging.counts_line(v))
+                self.assertNotIn(' 0 failed', outputs.counts_line(v))
         v = self.judge('crafted_warning_in_case.log', 1)
-        self.assertEqual(judging.counts_line(v), 'kunit: 43 passed, 1 failed, 0 skipped')
+        self.assertEqual(outputs.counts_line(v), 'kunit: 43 passed, 1 failed, 0 skipped')
 
 
 class JudgeFileTest(unittest.TestCase):
@@ -240,7 +240,7 @@ class JudgeFileTest(unittest.TestCase):
             src = self.tmp / 'in.log'
             src.write_bytes(data or b'')
         with mock.patch('sys.stdout'), mock.patch('sys.stderr'), \
-                mock.patch.object(judging, 'expectations', recorded_expectations):
+                mock.patch.object(outputs, 'expectations', recorded_expectations):
             return run.main(['--judge', str(src), '--out', str(self.tmp / 'out'), *extra])
 
     def problems(self) -> List[str]:
@@ -695,7 +695,7 @@ class MutantTest(unittest.TestCase):
             out = Path(tmp)
             shutil.copy(DATA / 'param_fail_mutant_console.log', out / 'console.log')
             exp = recorded_expectations('', {'smp': '4'})
-            judging.judge(out, out / 'console.log', exp, 1, None, 60, '')
+            outputs.judge(out, out / 'console.log', exp, 1, None, 60, '')
             o = mutate.classify('m', out, 1, 1.0, '')
             xml = junitparser.JUnitXml.fromfile(str(out / 'junit.xml'))
             red = sorted(f'{c.classname}.{c.name}' for s in xml for c in s if c.result
@@ -794,15 +794,15 @@ if __name__ == '__main__':
 class KnownFailuresPerKverTest(unittest.TestCase):
     def test_each_series_reads_its_own_table(self) -> None:
         ctx = {'config': 'default', 'smp': '4', 'fixes': '0'}
-        known_612 = judging.expectations('', {**ctx, 'kver': '6.12'}).known
+        known_612 = outputs.expectations('', {**ctx, 'kver': '6.12'}).known
         self.assertTrue(known_612)
-        self.assertEqual(judging.known_failures_path('6.12').name, 'known-failures-6.12')
-        known_61 = judging.expectations('', {**ctx, 'kver': '6.1'}).known
+        self.assertEqual(outputs.known_failures_path('6.12').name, 'known-failures-6.12')
+        known_61 = outputs.expectations('', {**ctx, 'kver': '6.1'}).known
         self.assertTrue(known_61)
         self.assertNotEqual([k.why for k in known_61], [k.why for k in known_612])
         # A series without a table has no known failures: every failure is red.
-        self.assertFalse(judging.known_failures_path('5.10').exists())
-        self.assertEqual(list(judging.expectations('', {**ctx, 'kver': '5.10'}).known), [])
+        self.assertFalse(outputs.known_failures_path('5.10').exists())
+        self.assertEqual(list(outputs.expectations('', {**ctx, 'kver': '5.10'}).known), [])
 
 
 class ShardTest(unittest.TestCase):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, List
 from unittest import mock
 
-from cpuhpk import execute, judging, proc, runspec, usertree
+from cpuhpk import execute, outputs, proc, runspec, usertree
 from cpuhpk.runspec import RunSpec
 
 EVERY_KNOB = RunSpec(
@@ -112,7 +112,7 @@ class DerivedTest(unittest.TestCase):
             with mock.patch.object(runspec, 'commit', return_value='abc'), \
                     contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()):
-                self.assertEqual(judging.judge_file(spec), 1)
+                self.assertEqual(outputs.judge_file(spec), 1)
             from_file = (Path(tmp) / 'out' / 'verdict.json').read_text()
         self.assertIn('"console": "' + str(Path(tmp) / 'none.log'), from_file)
 
@@ -123,7 +123,7 @@ class DerivedTest(unittest.TestCase):
                       RunSpec(topology='hotplug', arch='arm64').errors() or '')
         calls: List[Callable[[], int]] = [
             lambda: execute.execute(RunSpec(smp=0)),
-            lambda: judging.judge_file(RunSpec(smp=0, console=Path('c')))]
+            lambda: outputs.judge_file(RunSpec(smp=0, console=Path('c')))]
         for call in calls:
             with mock.patch('sys.stderr'), self.assertRaises(SystemExit) as e:
                 call()

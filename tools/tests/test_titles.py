@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import List
 from unittest import mock
 
-from cpuhpk import judging, merge, page, run, verdict
+from cpuhpk import merge, outputs, page, run, verdict
 from tests import test_whole_console as whole
 from tests.recorded import run_default_expectations
 
@@ -50,7 +50,7 @@ class OutputsTest(unittest.TestCase):
         src = self.tmp / f'{name}.log'
         src.write_text('\n'.join(console) + '\n')
         with contextlib.redirect_stdout(io.StringIO()), \
-                mock.patch.object(judging, 'expectations', run_default_expectations):
+                mock.patch.object(outputs, 'expectations', run_default_expectations):
             run.main(['--judge', str(src), '--out', str(out), '--kver', '6.12'])
         return out
 

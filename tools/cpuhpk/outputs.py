@@ -1,4 +1,4 @@
-"""Judge a console into a run's outputs: verdict.json, junit.xml, results.*, index.html.
+"""A run's outputs from its console: verdict.json, junit.xml, results.*, index.html.
 
 judge() reads a console (console.log) against what the run asked for
 (expectations(): the kunit/ suites' cases narrowed by FILTER=, the
