@@ -10,9 +10,9 @@ file CI reads. A run is red when:
 - missing      a suite or case the run asked for (kunit/ sources, FILTER) did
                not run, or fewer results than KUnit's plan or count line says
 - unexpected-skip  a skip without a reason, or not in kunit/expected-skips
-- kernel-log   a kernel report on the console (hygiene.py, its kind and
-               title from reports.py): pinned on the case during which it
-               was printed, or on the run if outside any
+- kernel-log   a kernel report on the console (hygiene.py, its kind from
+               reports.py, its title from titles.py): pinned on the case
+               during which it was printed, or on the run if outside any
 - reboot       the console holds a second boot (banner or top-level KTAP
                header): only the first boot's results count
 - lockdep-off  a debug kernel switched lockdep off: it checked less than the
@@ -22,7 +22,7 @@ file CI reads. A run is red when:
                the run itself went wrong (run.py, coverage.py)
 
 Every problem has a title and a key: a kernel report's title is the one
-reports.title() gives it ('WARNING in cpuhp_thread_fun'), a failed case's
+titles.title() gives it ('WARNING in cpuhp_thread_fun'), a failed case's
 is its first failure without the parameter ('suite.case: Expected ...'); the
 key is what two problems are the same finding by, in one run (the same
 report in many cases or parameters, index.html lists it once) or across
