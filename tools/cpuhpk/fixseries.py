@@ -43,7 +43,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import series, seriesplan, tree, verdict  # noqa: E402
+from cpuhpk import kunitspec, series, seriesplan, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 STABLE = 'stable@vger.kernel.org'
@@ -127,10 +127,10 @@ def read_plan(fixes: Path) -> List[FixSeries]:
     return plan
 
 
-def covered(kver: str) -> Dict[str, List[verdict.KnownFailure]]:
+def covered(kver: str) -> Dict[str, List[kunitspec.KnownFailure]]:
     """Fix number ('0004') -> the known failures of kunit/known-failures-<KVER> naming it."""
-    out: Dict[str, List[verdict.KnownFailure]] = {}
-    for k in verdict.read_known_failures(REPO / 'kunit' / f'known-failures-{kver}'):
+    out: Dict[str, List[kunitspec.KnownFailure]] = {}
+    for k in kunitspec.read_known_failures(REPO / 'kunit' / f'known-failures-{kver}'):
         for num in FIX_REF.findall(k.why):
             out.setdefault(num, []).append(k)
     return out

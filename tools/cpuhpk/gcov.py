@@ -40,7 +40,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, hygiene, ktap, tree, verdict  # noqa: E402
+from cpuhpk import arch, hygiene, ktap, kunitspec, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # What the initramfs and the reports need (bash-static: the selftest anchor).
@@ -134,9 +134,9 @@ def qemu_config(a: arch.Arch, initrd: Path) -> str:
 
 def userspace_cases(filter_glob: str) -> List[str]:
     """The cases of kunit/cpuhp_sysfs_test.sh that @filter_glob selects."""
-    cases = verdict.declared_cases(REPO / 'kunit', userspace=True)
-    return verdict.filtered({k: v for k, v in cases.items() if k == SYSFS_SUITE},
-                            filter_glob).get(SYSFS_SUITE, [])
+    cases = kunitspec.declared_cases(REPO / 'kunit', userspace=True)
+    return kunitspec.filtered({k: v for k, v in cases.items() if k == SYSFS_SUITE},
+                              filter_glob).get(SYSFS_SUITE, [])
 
 
 def only_in_boot(anchor: str, command: str) -> str:

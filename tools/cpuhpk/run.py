@@ -50,8 +50,8 @@ if __package__ in (None, ''):
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
 from cpuhpk import (arch, attrs, buildstamp, decode, gcov, hostctl, isolation,  # noqa: E402
-                    junit, kcidb, knobs, ktap, kunitcmd, kunitjson, page, seriesplan, states,
-                    tree, usertree, verdict)
+                    judging, junit, kcidb, knobs, ktap, kunitcmd, kunitjson, kunitspec, page,
+                    seriesplan, states, tree, usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -175,19 +175,19 @@ def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST,
 
 
 def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
-                 userspace: bool = False) -> verdict.Expectations:
+                 userspace: bool = False) -> kunitspec.Expectations:
     """What a run of the kunit/ suites with @filter_glob must show."""
     try:
-        skips = verdict.read_expected_skips(EXPECTED_SKIPS)
-        known = verdict.read_known_failures(known_failures_path(context.get('kver', '')))
+        skips = kunitspec.read_expected_skips(EXPECTED_SKIPS)
+        known = kunitspec.read_known_failures(known_failures_path(context.get('kver', '')))
     except ValueError as e:
         raise tree.PrepareError(f'kunit/{e}') from None
     if context.get('config') == 'series':
         declared = posted_cases(context.get('kver', ''))
     else:
-        declared = verdict.declared_cases(REPO / 'kunit', userspace)
-    return verdict.Expectations(
-        cases=verdict.filtered(declared, filter_glob),
+        declared = kunitspec.declared_cases(REPO / 'kunit', userspace)
+    return kunitspec.Expectations(
+        cases=kunitspec.filtered(declared, filter_glob),
         skips=skips, known=known, strict=strict, context=context)
 
 
@@ -200,8 +200,8 @@ def posted_cases(kver: str) -> Dict[str, List[str]]:
         raise tree.PrepareError(str(e)) from None
     files = {seriesplan.source_parts(f)[0] for s in plan.series for _, fs in s.patches
              for f in fs}
-    return verdict.declared_cases(REPO / 'kunit', False, files,
-                                  lambda text: tree.harness_view(text, False))
+    return kunitspec.declared_cases(REPO / 'kunit', False, files,
+                                    lambda text: tree.harness_view(text, False))
 
 
 def coverage_report(out: Path, build_dir: Path, src: Path, kver: str,
@@ -300,12 +300,12 @@ def build_problem(kunit_log: str, rc: Optional[int]) -> Tuple[str, str, str, str
         '\n'.join(kunit_log.splitlines()[-30:])
 
 
-def only_userspace(exp: verdict.Expectations) -> bool:
+def only_userspace(exp: kunitspec.Expectations) -> bool:
     """Does @exp expect cases of the user-space suite and of no KUnit suite?"""
     return exp.cases is not None and set(exp.cases) == {gcov.SYSFS_SUITE}
 
 
-def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional[int] = 0,
+def judge(out: Path, console_path: Path, exp: kunitspec.Expectations, rc: Optional[int] = 0,
           killed_after: Optional[float] = None, timeout: int = 0,
           kunit_log: Optional[str] = None,
           kunit_json: Optional[Path] = None,
@@ -332,7 +332,7 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
         if isolate:
             root, v, lines = isolation.judge_isolated(console, exp)
         else:
-            start, root, v = verdict.judge_console(console, exp)
+            start, root, v = judging.judge_console(console, exp)
             lines = ktap.extract(console.lines)
         attrs.accept_attribute_skips(v, attr_skipped, exp.context)
         (out / 'results.ktap').write_text(''.join(f'{ln}\n' for ln in lines))

@@ -14,7 +14,7 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import arch, coverage, gcov, hygiene, kunitcmd, run, tree, verdict
+from cpuhpk import arch, coverage, gcov, hygiene, kunitcmd, kunitspec, run, tree, verdict
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -285,7 +285,7 @@ class GuestTest(unittest.TestCase):
             return text
 
     def test_all_cases_without_a_filter(self) -> None:
-        cases = verdict.declared_cases(gcov.REPO / 'kunit', userspace=True)['cpuhp_sysfs']
+        cases = kunitspec.declared_cases(gcov.REPO / 'kunit', userspace=True)['cpuhp_sysfs']
         self.assertEqual(gcov.userspace_cases(''), cases)
         self.assertIn(f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}\n", self.init_of(''))
 

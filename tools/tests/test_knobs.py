@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 from unittest import mock
 
-from cpuhpk import (arch, attrs, buildstamp, gcov, isolation, knobs, ktap, kunitcmd, run, tree,
-                    verdict)
+from cpuhpk import (arch, attrs, buildstamp, gcov, isolation, judging, knobs, ktap, kunitcmd,
+                    kunitspec, run, tree, verdict)
 from tests.recorded import run_default_expectations
 from tests.test_run import fake_tree as build_inputs_tree
 
@@ -417,10 +417,10 @@ def slow_cases() -> Dict[str, List[str]]:
     out: Dict[str, List[str]] = {}
     for src in sorted((run.REPO / 'kunit').glob('*_kunit.c')):
         text = src.read_text()
-        for array in verdict.CASE_ARRAY.finditer(text):
+        for array in kunitspec.CASE_ARRAY.finditer(text):
             slow = re.findall(r'KUNIT_CASE_SLOW\(\s*(\w+)', array.group(2))
-            suite = next((verdict.SUITE_NAME.search(m.group(1)).group(1)  # type: ignore[union-attr]
-                          for m in verdict.SUITE.finditer(text)
+            suite = next((kunitspec.SUITE_NAME.search(m.group(1)).group(1)  # type: ignore[union-attr]
+                          for m in kunitspec.SUITE.finditer(text)
                           if f'.test_cases = {array.group(1)}' in m.group(1)), None)
             if slow and suite:
                 out[suite] = slow
@@ -493,7 +493,7 @@ def without_suite(lines: List[str], suite: str) -> List[str]:
     return out
 
 
-def judge_lines(lines: List[str], exp: verdict.Expectations,
+def judge_lines(lines: List[str], exp: kunitspec.Expectations,
                 attr_skipped: Sequence[str] = (), isolate: str = '') -> verdict.Verdict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
@@ -511,7 +511,7 @@ class FilterAttrTest(unittest.TestCase):
     """What FILTER_ATTR leaves out is not asked for: never 'missing'."""
 
     def test_speed_above_slow_leaves_out_the_slow_cases(self) -> None:
-        declared = verdict.declared_cases(run.REPO / 'kunit', userspace=True)
+        declared = kunitspec.declared_cases(run.REPO / 'kunit', userspace=True)
         self.assertTrue(slow_cases())
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>slow'), slow_cases())
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>=slow'), {})
@@ -571,7 +571,7 @@ kunit_test_init_section_suites(&a);
             '--filter-attr', 'speed>slow', '--filter-action', 'skip')), left)
         self.assertEqual(exp.cases, whole)
 
-    def recorded(self, argv: Sequence[str]) -> Tuple[verdict.Expectations, List[str]]:
+    def recorded(self, argv: Sequence[str]) -> Tuple[kunitspec.Expectations, List[str]]:
         exp = run_default_expectations('', dict(CONTEXT), userspace=True)
         args = attr_args(*argv)
         exp.context.update(knobs.knob_context(args))
@@ -725,7 +725,7 @@ class IsolateTest(unittest.TestCase):
         cls.whole = judge_lines(cls.recorded.lines, cls.expectations())
 
     @staticmethod
-    def expectations() -> verdict.Expectations:
+    def expectations() -> kunitspec.Expectations:
         return run_default_expectations('', dict(CONTEXT), userspace=True)
 
     def judge_boots(self, boots: List[List[str]], mode: str) -> verdict.Verdict:
@@ -814,7 +814,7 @@ class IsolateTest(unittest.TestCase):
         self.assertEqual([c.name for c in suite.subtests], ['a', 'b', 'c', 'd'])
         self.assertEqual((suite.status, suite.plan), (ktap.Status.FAIL, 4))
         self.assertEqual(suite.counted[0], '# s: pass:3 fail:1 skip:0 total:4')
-        v = verdict.judge_ktap(root, verdict.Expectations(cases={'s': ['a', 'b', 'c', 'd']}))
+        v = judging.judge_ktap(root, kunitspec.Expectations(cases={'s': ['a', 'b', 'c', 'd']}))
         self.assertEqual([(p.category, p.name) for p in v.problems], [('failed', 's.c')])
 
     def test_the_written_run_is_one_run(self) -> None:
@@ -1089,8 +1089,8 @@ class KunitPyTest(unittest.TestCase):
                 console = isolation.isolated_console(log, args.isolate) if args.isolate else \
                     (root / 'build' / 'test.log').read_text().splitlines()
                 (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
-                exp = verdict.Expectations(cases={'sa': ['a1', 'a2'], 'sb': ['b1']},
-                                           context={'kver': series})
+                exp = kunitspec.Expectations(cases={'sa': ['a1', 'a2'], 'sb': ['b1']},
+                                             context={'kver': series})
                 _, v = run.judge(out, out / 'console.log', exp, rc, None, 120, log,
                                  out / 'results.json', t.kunit_py, args.isolate)
             # kunit.py's own parse: its --json, or (ISOLATE) of each boot, joined.

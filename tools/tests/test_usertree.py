@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 from unittest import mock
 
-from cpuhpk import bisect, tree, usertree, verdict
+from cpuhpk import bisect, judging, kunitspec, tree, usertree, verdict
 
 CPU_C = ''.join(f'int line{i};\n' for i in range(40))
 
@@ -200,15 +200,15 @@ class UserTreeTest(unittest.TestCase):
 
 class FixedInThisTreeTest(unittest.TestCase):
     def test_known_failure_that_did_not_occur_in_a_user_tree(self) -> None:
-        known = [verdict.KnownFailure(case='s.c', when={}, why='a finding', failed='*')]
+        known = [kunitspec.KnownFailure(case='s.c', when={}, why='a finding', failed='*')]
         cases: List[Tuple[Dict[str, str], str]] = [
             ({}, 'fixed, or the test changed'), ({'tree': '/src/linux'}, 'fixed in this tree')]
         for context, word in cases:
             v = verdict.Verdict()
             v.statuses['s.c'] = 'pass'
-            exp = verdict.Expectations(cases={'s': ['c']}, skips=[], known=known,
-                                       context=context)
-            verdict.apply_known(v, exp)
+            exp = kunitspec.Expectations(cases={'s': ['c']}, skips=[], known=known,
+                                         context=context)
+            judging.apply_known(v, exp)
             self.assertEqual(len(v.not_seen), 1)
             self.assertIn(word, v.not_seen[0].message)
             self.assertTrue(v.ok)
