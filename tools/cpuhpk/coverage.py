@@ -36,7 +36,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, gcov, kunitcmd, run, tree, verdict  # noqa: E402
+from cpuhpk import arch, gcov, guest, kunitcmd, run, tree, verdict  # noqa: E402
 from cpuhpk.gcov import FileCov, pct  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,12 +55,12 @@ def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
     a = a or arch.get(arch.HOST)
     gcov.clear(build_dir)
     script = t.path / 'tools' / 'testing' / 'selftests' / 'cpu-hotplug' / 'cpu-on-off-test.sh'
-    initrd = gcov.make_initramfs(build_dir / 'cpuhp-kunit' / 'selftest.cpio',
-                                 gcov.SELFTEST_INIT,
+    initrd = guest.make_initramfs(build_dir / 'cpuhp-kunit' / 'selftest.cpio',
+                                 guest.SELFTEST_INIT,
                                  [('cpu-on-off-test.sh', script),
                                   ('bin/bash', arch.static_binary(a, 'bash-static',
                                                                   'bin/bash-static'))],
-                                 gcov.busybox(a))
+                                 guest.busybox(a))
     console = out / 'selftest-console.log'
     cmd = [f'qemu-system-{a.qemu_arch}', '-nodefaults', '-m', '1024', '-smp', smp,
            '-kernel', str(build_dir / a.kernel_path), '-initrd', str(initrd),
@@ -74,7 +74,7 @@ def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
         except subprocess.TimeoutExpired:
             raise tree.PrepareError(f'the selftest run did not finish within {timeout} s: '
                                     f'see {console}') from None
-    status = gcov.selftest_status(console)
+    status = guest.selftest_status(console)
     if status != 0:
         said = 'printed no exit status' if status is None else f'exited {status}'
         raise SelftestError(f'cpu-on-off-test.sh {said}: no anchor figure (see {console})')

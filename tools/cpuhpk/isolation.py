@@ -1,7 +1,7 @@
 """ISOLATE=: kunit.py --run_isolated's boots, one per suite or per case, judged as one run.
 
 kunit.py --run_isolated boots the kernel once to list the cases
-(kunit.action=list; the initramfs then powers off at once, gcov.INIT),
+(kunit.action=list; the initramfs then powers off at once, guest.INIT),
 then once per suite or case with kunit.filter_glob naming it. Each boot
 opens test.log anew and --json is written anew after each boot: both hold
 the last boot alone. With --raw_output=all kunit.py prints each boot's
@@ -13,7 +13,7 @@ cases), their KTAP trees are joined into one (merge_suites()) and that is
 judged against what the run asked for, as a single boot's tree is;
 kunit.py's parse of each boot is joined the same way into results.json,
 and the coverage of the boots is added up (gcov.merge_boots()). The
-user-space suite runs in one boot only (gcov.guest(anchor=)).
+user-space suite runs in one boot only (guest.write(anchor=)).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from cpuhpk import gcov, judging, ktap, kunitjson, kunitspec, reports, tree, verdict
+from cpuhpk import guest, judging, ktap, kunitjson, kunitspec, reports, tree, verdict
 
 # kunit.py's own lines: print_with_timestamp()'s '[HH:MM:SS] '.
 KUNIT_PY_STAMPED = re.compile(r'^\[\d\d:\d\d:\d\d\] ')
@@ -230,14 +230,14 @@ def run_root(out: Path, context: Dict[str, str]) -> ktap.Test:
 def isolated_boots(exp: kunitspec.Expectations, isolate: str) -> int:
     """How many boots kunit.py --run_isolated=@isolate makes for @exp, the
     listing boot left out: one per KUnit suite, or per KUnit case."""
-    kunit = {s: c for s, c in (exp.cases or {}).items() if s != gcov.SYSFS_SUITE}
+    kunit = {s: c for s, c in (exp.cases or {}).items() if s != guest.SYSFS_SUITE}
     return len(kunit) if isolate == 'suite' else sum(map(len, kunit.values()))
 
 
 def isolation_anchor(exp: kunitspec.Expectations, isolate: str) -> str:
     """The kunit.filter_glob of the boot the user-space suite runs in
-    (gcov.guest(anchor=)): the first KUnit suite by name, or its first case."""
-    kunit = sorted(s for s in (exp.cases or {}) if s != gcov.SYSFS_SUITE)
+    (guest.write(anchor=)): the first KUnit suite by name, or its first case."""
+    kunit = sorted(s for s in (exp.cases or {}) if s != guest.SYSFS_SUITE)
     if not isolate or not kunit or exp.cases is None:
         return ''
     suite = kunit[0]

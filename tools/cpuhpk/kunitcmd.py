@@ -207,7 +207,7 @@ def kunit_command(t: tree.Tree, args: argparse.Namespace, build_dir: Path,
                   out: Path, qemu_config: Path,
                   control: Optional[hostctl.Control] = None,
                   frags: Optional[List[Path]] = None, build: bool = True) -> List[str]:
-    """kunit.py run for @args; @qemu_config boots the initramfs (gcov.guest()),
+    """kunit.py run for @args; @qemu_config boots the initramfs (guest.write()),
     @control serves the guest's hot-add requests (TOPOLOGY=hotplug), @frags
     are the kconfigs (default: kernel_fragments()); without @build kunit.py
     exec: the kernel built before (buildstamp.reusable_build())."""

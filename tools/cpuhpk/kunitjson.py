@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from cpuhpk import gcov, junit, ktap, tree, verdict
+from cpuhpk import guest, junit, ktap, tree, verdict
 
 # kunit.py's status names (kunit_json.py) for ours.
 KUNIT_PY_STATUS = {'pass': 'PASS', 'fail': 'FAIL', 'skip': 'SKIP', 'crashed': 'ERROR',
@@ -55,10 +55,10 @@ def kunit_py_disagreements(path: Path, v: verdict.Verdict) -> List[str]:
     amend_kunit_json() writes our verdict into the same file.
     """
     theirs = {n: s for n, s in kunit_py_results(path).items()
-              if n.split('.')[0] != gcov.SYSFS_SUITE}
+              if n.split('.')[0] != guest.SYSFS_SUITE}
     if not theirs:
         return []
-    ours = {n: s for n, s in v.statuses.items() if n.split('.')[0] != gcov.SYSFS_SUITE}
+    ours = {n: s for n, s in v.statuses.items() if n.split('.')[0] != guest.SYSFS_SUITE}
     out = [f'{n}: kunit.py {theirs.get(n, "(absent)")}, ours {KUNIT_PY_STATUS.get(s, s)}'
            for n, s in ours.items() if theirs.get(n) != KUNIT_PY_STATUS.get(s, s)]
     out += [f'{n}: kunit.py {st}, ours (absent)' for n, st in theirs.items() if n not in ours]

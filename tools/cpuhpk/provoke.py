@@ -35,7 +35,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import gcov, hygiene, kunitcmd, run, tree  # noqa: E402
+from cpuhpk import gcov, guest, hygiene, kunitcmd, run, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / 'tools' / 'tests' / 'data' / 'reports'
@@ -170,7 +170,7 @@ def check(boot: Boot, lines: Sequence[str]) -> Tuple[List[str], Dict[str, List[s
 
 def boot_kernel(boot: Boot, bzimage: Path, work: Path, console: Path, smp: int,
                 timeout: int) -> None:
-    initrd = gcov.make_initramfs(work / f'{boot.name}.cpio', init_script(boot))
+    initrd = guest.make_initramfs(work / f'{boot.name}.cpio', init_script(boot))
     append = ' '.join(['console=ttyS0', 'kunit.enable=0', 'panic=-1', 'kasan_multi_shot',
                        'rdinit=/init', boot.args]).strip()
     cmd = ['qemu-system-x86_64', '-nodefaults', '-m', '2048', '-smp', str(smp),
@@ -197,7 +197,7 @@ def build(t: tree.Tree, build_dir: Path, jobs: int) -> None:
 
 
 def reports(args: argparse.Namespace) -> int:
-    tree.ensure_packages(gcov.PACKAGES)
+    tree.ensure_packages([*guest.PACKAGES, *gcov.PACKAGES])
     t = tree.prepare(args.kver, REPO)
     build_dir = run.build_dir_of(t, 'reports')
     build_dir.mkdir(parents=True, exist_ok=True)

@@ -49,9 +49,9 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import (arch, attrs, buildstamp, decode, gcov, hostctl, isolation,  # noqa: E402
-                    judging, junit, kcidb, knobs, ktap, kunitcmd, kunitjson, kunitspec, page,
-                    seriesplan, states, tree, usertree, verdict)
+from cpuhpk import (arch, attrs, buildstamp, decode, gcov, guest, hostctl,  # noqa: E402
+                    isolation, judging, junit, kcidb, knobs, ktap, kunitcmd, kunitjson,
+                    kunitspec, page, seriesplan, states, tree, usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -302,7 +302,7 @@ def build_problem(kunit_log: str, rc: Optional[int]) -> Tuple[str, str, str, str
 
 def only_userspace(exp: kunitspec.Expectations) -> bool:
     """Does @exp expect cases of the user-space suite and of no KUnit suite?"""
-    return exp.cases is not None and set(exp.cases) == {gcov.SYSFS_SUITE}
+    return exp.cases is not None and set(exp.cases) == {guest.SYSFS_SUITE}
 
 
 def judge(out: Path, console_path: Path, exp: kunitspec.Expectations, rc: Optional[int] = 0,
@@ -583,7 +583,7 @@ JUDGED_KNOBS = ('isolate', 'filter_attr', 'filter_action')
 def judge_file(args: argparse.Namespace) -> int:
     """make judge: the verdict of a console log captured elsewhere."""
     out = args.out or REPO / 'out' / 'judge'
-    userspace = bool(args.userspace and gcov.userspace_cases(args.filter))
+    userspace = bool(args.userspace and guest.userspace_cases(args.filter))
     context = {'kver': args.kver, 'arch': args.arch, 'config': args.config,
                'smp': str(args.smp), 'topology': args.topology,
                'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge),
@@ -692,7 +692,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     options = knobs.make_options(args)
     try:
         exp = expectations(args.filter, context, bool(args.strict),
-                           bool(gcov.userspace_cases(args.filter)))
+                           bool(guest.userspace_cases(args.filter)))
         if exp.cases == {}:
             return fail_early(out, 'missing', f'FILTER={args.filter} matches no case of the '
                               'kunit/ suites', context)
@@ -708,7 +708,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
         a = arch.get(args.arch)
         kunitcmd.fragments(args.config, args.kver, a.name)
         llvm = knobs.LLVM_PACKAGES if knobs.make_variable(options, 'LLVM') == '1' else ()
-        tree.ensure_packages([*gcov.PACKAGES, *a.packages, *llvm])
+        tree.ensure_packages([*guest.PACKAGES, *gcov.PACKAGES, *a.packages, *llvm])
         t = prepare_tree(args, user)
         problem = kunitcmd.tree_errors(t, args)
         if problem:
@@ -717,7 +717,7 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
         frags = kunitcmd.kernel_fragments(t, args.config, a.name, options)
         build_dir = build_dir_of(t, args.config, a.name, ' '.join(
             [*knobs.knob(args, 'make_options').split(), *knobs.kconfig_add(args)]))
-        qemu_config = gcov.guest(build_dir, args.filter, a,
+        qemu_config = guest.write(build_dir, args.filter, a,
                                  isolation.isolation_anchor(exp, isolate))
     except tree.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)

@@ -9,7 +9,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, coverage, gcov, kunitcmd, mutate, run, series, tree
+from cpuhpk import arch, coverage, gcov, guest, kunitcmd, mutate, run, series, tree
 
 
 class ArchTest(unittest.TestCase):
@@ -67,12 +67,12 @@ class ArchTest(unittest.TestCase):
     def test_qemu_config_is_kunit_py_s_shape(self) -> None:
         """The generated --qemu_config parses and boots the initramfs on each arch."""
         for a in arch.ARCHES.values():
-            text = gcov.qemu_config(a, Path('/i.cpio'))
+            text = guest.qemu_config(a, Path('/i.cpio'))
             ast.parse(text)
             self.assertIn(f"qemu_arch={a.qemu_arch!r}", text)
             self.assertIn(f"'-initrd', '/i.cpio'", text)
             self.assertIn(f'console={a.console} kunit_shutdown=none rdinit=/init --', text)
-        self.assertIn("'-bios', 'qboot.rom'", gcov.qemu_config(arch.get('x86_64'), Path('/i')))
+        self.assertIn("'-bios', 'qboot.rom'", guest.qemu_config(arch.get('x86_64'), Path('/i')))
 
     def test_the_host_s_binary_for_the_host(self) -> None:
         with mock.patch.object(tree, 'ensure_packages') as ensure:

@@ -14,7 +14,8 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import arch, coverage, gcov, hygiene, kunitcmd, kunitspec, run, tree, verdict
+from cpuhpk import (arch, coverage, gcov, guest, hygiene, kunitcmd, kunitspec, run, tree,
+                    verdict)
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -146,7 +147,7 @@ class SelftestStatusTest(unittest.TestCase):
             for text, want in (('cpuhp-kunit: selftest exit 0\n', 0),
                                ('cpuhp-kunit: selftest exit 1\n', 1), ('nothing\n', None)):
                 console.write_text('cpuhp-kunit: selftest begin\n' + text)
-                self.assertEqual(gcov.selftest_status(console), want)
+                self.assertEqual(guest.selftest_status(console), want)
 
 
 class GcovHygieneTest(unittest.TestCase):
@@ -273,10 +274,10 @@ class GuestTest(unittest.TestCase):
 
     def init_of(self, filter_glob: str) -> str:
         with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(gcov, 'busybox', return_value=Path('/bin/busybox')), \
-                mock.patch.object(gcov, 'make_initramfs',
+                mock.patch.object(guest, 'busybox', return_value=Path('/bin/busybox')), \
+                mock.patch.object(guest, 'make_initramfs',
                                   side_effect=lambda dest, text, extra=(), bb=None: dest) as mk:
-            qemu = gcov.guest(Path(tmp), filter_glob)
+            qemu = guest.write(Path(tmp), filter_glob)
             self.assertIn("'-initrd'", qemu.read_text())
             self.assertIn('kunit_shutdown=none rdinit=/init --', qemu.read_text())
             text: str = mk.call_args.args[1]
@@ -286,15 +287,15 @@ class GuestTest(unittest.TestCase):
 
     def test_all_cases_without_a_filter(self) -> None:
         cases = kunitspec.declared_cases(gcov.REPO / 'kunit', userspace=True)['cpuhp_sysfs']
-        self.assertEqual(gcov.userspace_cases(''), cases)
+        self.assertEqual(guest.userspace_cases(''), cases)
         self.assertIn(f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}\n", self.init_of(''))
 
     def test_filter_of_other_suites_runs_no_sysfs_case(self) -> None:
-        self.assertEqual(gcov.userspace_cases('cpuhp_sweep.*'), [])
+        self.assertEqual(guest.userspace_cases('cpuhp_sweep.*'), [])
         self.assertNotIn('cpuhp_sysfs_test', self.init_of('cpuhp_sweep.*'))
 
     def test_filter_of_some_sysfs_cases(self) -> None:
-        self.assertEqual(gcov.userspace_cases('cpuhp_sysfs.bad_*'),
+        self.assertEqual(guest.userspace_cases('cpuhp_sysfs.bad_*'),
                          ['bad_target_input', 'bad_fail_input'])
         self.assertIn('sh /cpuhp_sysfs_test.sh bad_target_input bad_fail_input\n',
                       self.init_of('cpuhp_sysfs.bad_*'))

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 from unittest import mock
 
-from cpuhpk import (arch, attrs, buildstamp, gcov, isolation, judging, knobs, ktap, kunitcmd,
-                    kunitspec, run, tree, verdict)
+from cpuhpk import (arch, attrs, buildstamp, gcov, guest, isolation, judging, knobs, ktap,
+                    kunitcmd, kunitspec, run, tree, verdict)
 from tests.recorded import run_default_expectations
 from tests.test_run import fake_tree as build_inputs_tree
 
@@ -486,7 +486,7 @@ def without_suite(lines: List[str], suite: str) -> List[str]:
     head = lines.index(f'    # Subtest: {suite}') - 1
     end = next(i for i in range(head, len(lines)) if re.match(rf'^(not )?ok \d+ {suite}$',
                                                               lines[i]))
-    user = lines.index(f'    # Subtest: {gcov.SYSFS_SUITE}')
+    user = lines.index(f'    # Subtest: {guest.SYSFS_SUITE}')
     out = lines[:head] + renumbered(lines[end + 1:user], '', 0) + lines[user:]
     top = out.index('KTAP version 1') + 1
     out[top] = f'1..{int(out[top][3:]) - 1}'
@@ -517,10 +517,10 @@ class FilterAttrTest(unittest.TestCase):
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>=slow'), {})
         self.assertEqual(attrs.attribute_left_out(declared, 'is_init=false'), {})
         every = attrs.attribute_left_out(declared, 'is_init=true')
-        self.assertEqual(every, {s: c for s, c in declared.items() if s != gcov.SYSFS_SUITE})
+        self.assertEqual(every, {s: c for s, c in declared.items() if s != guest.SYSFS_SUITE})
         normal = attrs.attribute_left_out(declared, 'speed=slow')
         self.assertEqual({(s, c) for s, cs in normal.items() for c in cs},
-                         {(s, c) for s, cs in declared.items() if s != gcov.SYSFS_SUITE
+                         {(s, c) for s, cs in declared.items() if s != guest.SYSFS_SUITE
                           for c in cs} - {(s, c) for s, cs in slow_cases().items() for c in cs})
 
     def test_the_case_then_the_suite_then_normal(self) -> None:
@@ -562,7 +562,7 @@ kunit_test_init_section_suites(&a);
                                               for c in cs))
         assert exp.cases is not None
         self.assertNotIn('cpuhp_stress', exp.cases)    # its one case is slow
-        self.assertEqual(exp.cases[gcov.SYSFS_SUITE], whole[gcov.SYSFS_SUITE])
+        self.assertEqual(exp.cases[guest.SYSFS_SUITE], whole[guest.SYSFS_SUITE])
         for name in left:
             suite, case = name.split('.')
             self.assertNotIn(case, exp.cases.get(suite, []))
@@ -641,7 +641,7 @@ class Recorded:
         self.boot_log = [ln.replace('kunit.enable=1', 'kunit.filter_glob=<glob> kunit.enable=1')
                          for ln in lines[:self.ktap]]
         results = [i for i in range(self.ktap, len(lines)) if TOP_RESULT.match(lines[i])]
-        user = lines.index(f'    # Subtest: {gcov.SYSFS_SUITE}') - 1
+        user = lines.index(f'    # Subtest: {guest.SYSFS_SUITE}') - 1
         kunit = [i for i in results if i < user]
         # Each suite: from after the result before it (its init's lines too)
         # to its own result line.
@@ -751,7 +751,7 @@ class IsolateTest(unittest.TestCase):
     def test_a_boot_per_case_is_the_single_boot(self) -> None:
         boots = self.recorded.case_boots()
         cases = {'.'.join(n.split('.')[:2]) for n in self.whole.statuses
-                 if not n.startswith(gcov.SYSFS_SUITE + '.')}
+                 if not n.startswith(guest.SYSFS_SUITE + '.')}
         self.assertEqual(len(boots), len(cases))
         self.assert_as_one_boot(self.judge_boots(boots, 'test'))
 
@@ -849,22 +849,22 @@ class IsolateTest(unittest.TestCase):
         self.assertEqual(isolation.isolation_anchor(exp, ''), '')
         self.assertEqual(isolation.isolated_boots(exp, 'suite'), len(exp.cases) - 1)
         self.assertEqual(isolation.isolated_boots(exp, 'test'),
-                         sum(len(c) for s, c in exp.cases.items() if s != gcov.SYSFS_SUITE))
+                         sum(len(c) for s, c in exp.cases.items() if s != guest.SYSFS_SUITE))
         with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(gcov, 'busybox', return_value=Path('/bin/busybox')), \
-                mock.patch.object(gcov, 'make_initramfs',
+                mock.patch.object(guest, 'busybox', return_value=Path('/bin/busybox')), \
+                mock.patch.object(guest, 'make_initramfs',
                                   side_effect=lambda dest, text, extra=(), bb=None: dest) as mk:
-            gcov.guest(Path(tmp), '', anchor='cpuhp_install')
+            guest.write(Path(tmp), '', anchor='cpuhp_install')
             init: str = mk.call_args.args[1]
         line = next(ln for ln in init.splitlines() if 'cpuhp_sysfs_test.sh' in ln)
-        self.assertTrue(line.startswith(gcov.only_in_boot('cpuhp_install', 'sh '
+        self.assertTrue(line.startswith(guest.only_in_boot('cpuhp_install', 'sh '
                                                           '/cpuhp_sysfs_test.sh')[:-8]), line)
         self.assertTrue(line.endswith(';; esac'))
 
     def test_the_boots_the_initramfs_tells_apart(self) -> None:
         """The shell of only_in_boot() and of the listing boot's line, run."""
         def runs(anchor: str, cmdline: str) -> bool:
-            script = gcov.only_in_boot(anchor, 'echo yes').replace('$(cat /proc/cmdline)',
+            script = guest.only_in_boot(anchor, 'echo yes').replace('$(cat /proc/cmdline)',
                                                                    cmdline)
             return subprocess.run(['sh', '-c', script], capture_output=True, text=True,
                                   check=True).stdout == 'yes\n'
@@ -876,7 +876,7 @@ class IsolateTest(unittest.TestCase):
         self.assertTrue(runs('s.case', line.format('s.case')))
         self.assertFalse(runs('s.case', line.format('s.case_two')))
         self.assertFalse(runs('s.case', 'panic=-1 console=ttyS0'))
-        listing = next(ln for ln in gcov.INIT.splitlines() if 'kunit.action=' in ln)
+        listing = next(ln for ln in guest.INIT.splitlines() if 'kunit.action=' in ln)
         for cmdline, lists in (('kunit.action=list kunit.enable=1', True),
                                ('kunit.action=list_attr', True),
                                ('kunit.filter_glob=x kunit.enable=1', False)):
@@ -992,12 +992,12 @@ class IsolateTest(unittest.TestCase):
                     mock.patch.object(tree, 'ensure_packages'), \
                     mock.patch.object(run, 'prepare_tree', return_value=t), \
                     mock.patch.object(run, 'expectations', run_default_expectations), \
-                    mock.patch.object(gcov, 'guest', return_value=Path(tmp) / 'q.py') as guest, \
+                    mock.patch.object(guest, 'write', return_value=Path(tmp) / 'q.py') as write, \
                     mock.patch.object(buildstamp, 'build_inputs', return_value=None), \
                     mock.patch.object(knobs, 'toolchain', return_value='gcc (Debian) 12.2.0'), \
                     mock.patch.object(run, 'run_kunit', side_effect=kunit):
                 rc = run.main(['--isolate', 'suite', '--no-coverage-report', '--out', str(out)])
-            self.assertEqual(guest.call_args.args[3], 'cpuhp_install')
+            self.assertEqual(write.call_args.args[3], 'cpuhp_install')
             self.assertIn('--run_isolated=suite', cmds[0])
             v, context = verdict.read_json(out / 'verdict.json')
             self.assertEqual((context['isolate'], context['toolchain']),
@@ -1010,7 +1010,7 @@ class IsolateTest(unittest.TestCase):
             # kunit.py's own parse of each boot (it reads past a boot's plan
             # into the user-space suite of the boot that runs it).
             suites = [g['name'] for g in data['sub_groups']]
-            self.assertEqual([n for n in suites if n != gcov.SYSFS_SUITE],
+            self.assertEqual([n for n in suites if n != guest.SYSFS_SUITE],
                              [name for name, _ in self.recorded.suites])
             self.assertFalse(list(out.glob('kunit-py-boots')))
 
