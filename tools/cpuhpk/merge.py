@@ -43,7 +43,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import junit, kcidb, page, tree, verdict  # noqa: E402
+from cpuhpk import junit, kcidb, kcidbrun, page, tree, verdict  # noqa: E402
 
 MERGE_SUITE = 'cpuhp-kunit merge'
 # lcov's SF: paths name the tree where the job built: <...>/linux-<version>/<file>.
@@ -306,10 +306,10 @@ def merge(dirs: Sequence[Path], out: Path) -> int:
     merge_junit(jobs, problems).write(out / 'junit.xml', encoding='utf-8',
                                       xml_declaration=True)
     try:
-        reports = [kcidb.report(j.path) for j in jobs if (j.path / 'verdict.json').is_file()]
+        reports = [kcidbrun.report(j.path) for j in jobs if (j.path / 'verdict.json').is_file()]
         if reports:
             kcidb.write(out / 'kcidb.json', kcidb.merge(reports))
-    except kcidb.ExportError as e:
+    except kcidbrun.ExportError as e:
         problems.append(str(e))
     ok = bool(jobs) and all(j.ok for j in jobs) and not problems
     found = findings(jobs)

@@ -50,8 +50,8 @@ if __package__ in (None, ''):
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
 from cpuhpk import (arch, attrs, buildstamp, decode, gcov, guest, hostctl,  # noqa: E402
-                    isolation, judging, junit, kcidb, knobs, ktap, kunitcmd, kunitjson,
-                    kunitspec, page, seriesplan, states, tree, usertree, verdict)
+                    isolation, judging, junit, kcidb, kcidbrun, knobs, ktap, kunitcmd,
+                    kunitjson, kunitspec, page, seriesplan, states, tree, usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -406,8 +406,8 @@ def write_outputs(out: Path, root: ktap.Test, v: verdict.Verdict,
 def write_kcidb(out: Path) -> None:
     """out/kcidb.json: the run for KernelCI's KCIDB (kcidb.py); never fails the run."""
     try:
-        kcidb.write(out / 'kcidb.json', kcidb.report(out))
-    except (kcidb.ExportError, OSError) as e:
+        kcidb.write(out / 'kcidb.json', kcidbrun.report(out))
+    except (kcidbrun.ExportError, OSError) as e:
         tree.log(f'kcidb.json not written: {e}')
 
 
