@@ -36,7 +36,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, gcov, guest, kunitcmd, run, tree, verdict  # noqa: E402
+from cpuhpk import arch, cache, gcov, guest, kunitcmd, run, say, tree, verdict  # noqa: E402
 from cpuhpk.gcov import FileCov, pct  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[2]
 TOPOLOGY_FILTERS = {'nosmt': 'cpuhp_sysfs.*', 'nosmt-force': 'cpuhp_sysfs.*'}
 
 
-class SelftestError(tree.PrepareError):
+class SelftestError(say.PrepareError):
     """The anchor run failed: it gives no figure."""
 
 
@@ -66,14 +66,14 @@ def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
            '-kernel', str(build_dir / a.kernel_path), '-initrd', str(initrd),
            '-append', f'console={a.console} kunit.enable=0 panic=-1 rdinit=/init',
            '-no-reboot', '-nographic', '-serial', 'stdio', *a.qemu_params]
-    tree.log('booting the same kernel with cpu-on-off-test.sh -a')
+    say.log('booting the same kernel with cpu-on-off-test.sh -a')
     with open(console, 'w') as f:
         try:
             subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
                            timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
-            raise tree.PrepareError(f'the selftest run did not finish within {timeout} s: '
-                                    f'see {console}') from None
+            raise say.PrepareError(f'the selftest run did not finish within {timeout} s: '
+                                   f'see {console}') from None
     status = guest.selftest_status(console)
     if status != 0:
         said = 'printed no exit status' if status is None else f'exited {status}'
@@ -131,15 +131,15 @@ def main(argv: Sequence[str]) -> int:
         ap.error(f'make coverage boots the SMT guest too (two threads per core): '
                  f'SMP={args.smp} is odd')
     args.fixes = 0
-    return tree.locked(f'make coverage KVER={args.kver} ARCH={args.arch}',
-                       lambda: coverage(args))
+    return cache.locked(f'make coverage KVER={args.kver} ARCH={args.arch}',
+                        lambda: coverage(args))
 
 
 def coverage(args: argparse.Namespace) -> int:
     """The run, the gate and the anchor; every cause of a non-zero exit lands in junit.xml."""
     try:
         user = run.resolve_user(args)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     a = arch.get(args.arch)
@@ -165,7 +165,7 @@ def coverage(args: argparse.Namespace) -> int:
     if not problems:
         try:
             files = merged(infos, out)
-        except tree.PrepareError as e:
+        except say.PrepareError as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     anchor: Optional[Dict[str, FileCov]] = None
     if files and args.selftest:
@@ -175,7 +175,7 @@ def coverage(args: argparse.Namespace) -> int:
                                      args.smp, int(args.timeout), a)
         except SelftestError as e:
             problems.append(verdict.Problem('selftest', '', str(e)))
-        except (tree.PrepareError, subprocess.CalledProcessError) as e:
+        except (say.PrepareError, subprocess.CalledProcessError) as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     if files:
         limits = gcov.thresholds_path(args.kver, a)
@@ -191,7 +191,7 @@ def coverage(args: argparse.Namespace) -> int:
             problems.append(verdict.Problem('coverage', '', f'no coverage gate for KVER='
                                             f'{args.kver} ARCH={a.name}: {limits} does not '
                                             'exist'))
-        tree.log(f'coverage report in {out / "html" / "index.html"}')
+        say.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)
     v = run.add_problems(out, problems)

@@ -43,7 +43,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import kunitspec, series, seriesplan, tree  # noqa: E402
+from cpuhpk import cache, kunitspec, say, series, seriesplan, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 STABLE = 'stable@vger.kernel.org'
@@ -293,7 +293,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: series.Report,
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     log = out / 'build.log'
-    build_dir = tree.cache_root() / f'fixes-build-{t.version}'
+    build_dir = cache.cache_root() / f'fixes-build-{t.version}'
     if build:
         series.git(work, 'checkout', '-q', '-f', base)
         ok, why = series.configure(work, build_dir, BUILD_CONFIG, log)
@@ -395,14 +395,14 @@ def main(argv: Sequence[str]) -> int:
     def job() -> int:
         try:
             make_fixes_series(args.kver, who, out, report, args.build)
-        except (seriesplan.SeriesError, tree.PrepareError, ValueError) as e:
+        except (seriesplan.SeriesError, say.PrepareError, ValueError) as e:
             report.add('fixes-series', False, str(e))
         return report.finish(out)
 
     try:
         who = series.signer(args.author, args.author_of_head)
-        return tree.locked(f'fixes-series {args.kver}', job)
-    except (seriesplan.SeriesError, tree.PrepareError) as e:
+        return cache.locked(f'fixes-series {args.kver}', job)
+    except (seriesplan.SeriesError, say.PrepareError) as e:
         print(f'cpuhp-kunit: fixes-series: {e}', file=sys.stderr)
         return 2
 

@@ -33,7 +33,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, hygiene, ktap, tree  # noqa: E402
+from cpuhpk import arch, hygiene, ktap, say  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # What the coverage reports need.
@@ -63,7 +63,8 @@ MAX_GCDA_BYTES = 64 << 20
 def gcda_blob(console: Path) -> bytes:
     """The gcov archive printed on the console, checked against its sha256."""
     if not console.is_file():
-        raise tree.PrepareError(f'no console ({console}): the kernel was not built or did not boot')
+        raise say.PrepareError(f'no console ({console}): the kernel was not built or did '
+                               'not boot')
     return gcda_blob_of(ktap.read_console(console).lines, str(console))
 
 
@@ -74,21 +75,21 @@ def gcda_blob_of(lines: Sequence[str], where: str) -> bytes:
         start = next(i for i, ln in enumerate(lines) if ln.startswith(BEGIN))
         end = next(i for i, ln in enumerate(lines) if i > start and ln.strip() == END)
     except StopIteration:
-        raise tree.PrepareError(f'no gcov data on the console ({where}): '
-                                'did the kernel reach /init?') from None
+        raise say.PrepareError(f'no gcov data on the console ({where}): '
+                               'did the kernel reach /init?') from None
     # Kernel messages may interleave: keep the lines that are base64.
     b64 = [ln.strip() for ln in lines[start + 1:end] if BASE64_LINE.match(ln.strip())]
     if sum(map(len, b64)) > MAX_GCDA_BYTES * 4 // 3 + 4:
-        raise tree.PrepareError(f'gcov data on the console is larger than '
-                                f'{MAX_GCDA_BYTES >> 20} MiB: refused')
+        raise say.PrepareError(f'gcov data on the console is larger than '
+                               f'{MAX_GCDA_BYTES >> 20} MiB: refused')
     try:
         blob = base64.b64decode(''.join(b64), validate=True)
     except ValueError as e:
-        raise tree.PrepareError(f'gcov data on the console is damaged: {e}') from None
+        raise say.PrepareError(f'gcov data on the console is damaged: {e}') from None
     want = lines[start][len(BEGIN):].split()[:1]
     if not blob or want != [hashlib.sha256(blob).hexdigest()]:
-        raise tree.PrepareError(f'gcov data in {where} is missing or damaged '
-                                '(sha256 differs from the one the guest printed)')
+        raise say.PrepareError(f'gcov data in {where} is missing or damaged '
+                               '(sha256 differs from the one the guest printed)')
     return blob
 
 
@@ -110,31 +111,31 @@ def gcda_members(blob: bytes, build_dir: Path) -> List[Tuple[Path, bytes]]:
             for member in tar:
                 name = member.name
                 if name.startswith('/') or '..' in name.split('/'):
-                    raise tree.PrepareError(f'gcov archive: unsafe name {name!r}: refused')
+                    raise say.PrepareError(f'gcov archive: unsafe name {name!r}: refused')
                 if member.isdir():
                     continue
                 if not member.isfile():
-                    raise tree.PrepareError(f'gcov archive: {name!r} is not a regular file '
-                                            '(link or device): refused')
+                    raise say.PrepareError(f'gcov archive: {name!r} is not a regular file '
+                                           '(link or device): refused')
                 if not name.endswith('.gcda'):
-                    raise tree.PrepareError(f'gcov archive: {name!r} is not a .gcda file: '
-                                            'refused')
+                    raise say.PrepareError(f'gcov archive: {name!r} is not a .gcda file: '
+                                           'refused')
                 total += member.size
                 if total > MAX_GCDA_BYTES:
-                    raise tree.PrepareError(f'gcov archive: more than {MAX_GCDA_BYTES >> 20} '
-                                            'MiB: refused')
+                    raise say.PrepareError(f'gcov archive: more than {MAX_GCDA_BYTES >> 20} '
+                                           'MiB: refused')
                 path = Path(os.path.normpath('/' + name.removeprefix('./')))
                 if root not in path.parents:
-                    raise tree.PrepareError(f'gcov archive: {name!r} is outside the build '
-                                            f'directory {root}: refused')
+                    raise say.PrepareError(f'gcov archive: {name!r} is outside the build '
+                                           f'directory {root}: refused')
                 if not path.parent.is_dir():
-                    raise tree.PrepareError(f'gcov archive: {name!r}: no such directory in '
-                                            'the build: refused')
+                    raise say.PrepareError(f'gcov archive: {name!r}: no such directory in '
+                                           'the build: refused')
                 data = tar.extractfile(member)
                 assert data is not None
                 out.append((path, data.read(member.size)))
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-        raise tree.PrepareError(f'gcov archive is damaged: {e}') from None
+        raise say.PrepareError(f'gcov archive is damaged: {e}') from None
     return out
 
 
@@ -364,7 +365,7 @@ def lcov(*args: str) -> str:
     res = subprocess.run(['lcov', '--quiet', '--rc', 'lcov_branch_coverage=1', *args],
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
-        raise tree.PrepareError(f"lcov {' '.join(args)} failed: {res.stderr.strip()}")
+        raise say.PrepareError(f"lcov {' '.join(args)} failed: {res.stderr.strip()}")
     return res.stdout
 
 
@@ -382,7 +383,7 @@ def report(out: Path, build_dir: Path, src: Path, kver: str,
         files = merge_boots(out, build_dir, src, boots)
     else:
         gcda = extract_gcda(out / 'console.log', build_dir)
-        tree.log(f'{len(gcda)} .gcda files from the guest')
+        say.log(f'{len(gcda)} .gcda files from the guest')
         files = capture(build_dir, src, out, 'coverage')
     (out / 'coverage-all.info').unlink(missing_ok=True)
     genhtml(out / 'coverage.info', out / 'html')
@@ -404,7 +405,7 @@ def merge_boots(out: Path, build_dir: Path, src: Path,
     for n, lines in enumerate(boots, 1):
         try:
             blob = gcda_blob_of(lines, f'{out / "console.log"}, boot {n}')
-        except tree.PrepareError as e:
+        except say.PrepareError as e:
             missing.append(f'boot {n}: {e}')
             continue
         clear(build_dir)
@@ -413,10 +414,10 @@ def merge_boots(out: Path, build_dir: Path, src: Path,
         (out / f'coverage-boot{n}-all.info').unlink(missing_ok=True)
         parts.append(out / f'coverage-boot{n}.info')
     if not parts:
-        raise tree.PrepareError(f'no gcov data in any of the {len(boots)} boots: '
-                                + (missing[0] if missing else 'no boot'))
-    tree.log(f'coverage: the gcov data of {len(parts)} of {len(boots)} boots added up (lcov -a)'
-             + (f'; none from {"; ".join(missing)}' if missing else ''))
+        raise say.PrepareError(f'no gcov data in any of the {len(boots)} boots: '
+                               + (missing[0] if missing else 'no boot'))
+    say.log(f'coverage: the gcov data of {len(parts)} of {len(boots)} boots added up (lcov -a)'
+            + (f'; none from {"; ".join(missing)}' if missing else ''))
     args: List[str] = []
     for part in parts:
         args += ['--add-tracefile', str(part)]
@@ -432,7 +433,7 @@ def genhtml(info: Path, html: Path) -> None:
                           str(html), str(info)],
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
-        raise tree.PrepareError(f'genhtml failed: {res.stderr.strip()}')
+        raise say.PrepareError(f'genhtml failed: {res.stderr.strip()}')
 
 
 def clear(build_dir: Path) -> None:

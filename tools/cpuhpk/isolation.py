@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from cpuhpk import guest, judging, ktap, kunitjson, kunitspec, reports, tree, verdict
+from cpuhpk import guest, judging, ktap, kunitjson, kunitspec, reports, say, verdict
 
 # kunit.py's own lines: print_with_timestamp()'s '[HH:MM:SS] '.
 KUNIT_PY_STAMPED = re.compile(r'^\[\d\d:\d\d:\d\d\] ')
@@ -293,7 +293,7 @@ def kunit_py_parse_boots(kunit_py: Path, out: Path, segments: Sequence[Sequence[
                                check=False)
                 data = json.loads(parsed.read_text())
             except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-                tree.log(f'kunit.py gave no JSON of boot {n}: {e}')
+                say.log(f'kunit.py gave no JSON of boot {n}: {e}')
                 return False
             if isinstance(data, dict):
                 groups.append(data)
@@ -322,10 +322,10 @@ def kunit_py_isolated(kunit_py: Path, out: Path, console: Sequence[str], kunit_j
     left = kunitjson.kunit_py_disagreements(only, v)
     if left:
         return left, False
-    tree.log(f'kunit.py\'s parser was derailed by kernel line(s) printed inside the KTAP of '
-             f'a boot and read {len(differ)} result(s) differently; on the KTAP lines alone '
-             f'it agrees with ours: {kunit_json.name} is that parse now, the derailed one is '
-             'results-derailed.json')
+    say.log(f'kunit.py\'s parser was derailed by kernel line(s) printed inside the KTAP of '
+            f'a boot and read {len(differ)} result(s) differently; on the KTAP lines alone '
+            f'it agrees with ours: {kunit_json.name} is that parse now, the derailed one is '
+            'results-derailed.json')
     shutil.copyfile(kunit_json, out / 'results-derailed.json')
     shutil.copyfile(only, kunit_json)
     return [], True

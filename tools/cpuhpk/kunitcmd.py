@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import arch, attrs, debian, hostctl, knobs, tree
+from cpuhpk import arch, attrs, debian, hostctl, knobs, say, tree
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -155,8 +155,8 @@ def fragment(config: str) -> Path:
     path = REPO / 'kconfigs' / f'{config}.config'
     if not config or not path.is_file():
         known = ' '.join(sorted(p.stem for p in (REPO / 'kconfigs').glob('*.config')))
-        raise tree.PrepareError(f'no kconfigs/{config}.config (known: {known}; '
-                                'CONFIG=a+b combines fragments)')
+        raise say.PrepareError(f'no kconfigs/{config}.config (known: {known}; '
+                               'CONFIG=a+b combines fragments)')
     return path
 
 

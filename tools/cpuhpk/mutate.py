@@ -40,7 +40,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, junit, kunitcmd, mutant_guests, run, tree, usertree, verdict  # noqa: E402
+from cpuhpk import (arch, cache, junit, kunitcmd, mutant_guests, run, say, tree,  # noqa: E402
+                    usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
@@ -123,7 +124,7 @@ def run_child(run_args: Sequence[str], env: Dict[str, str]) -> int:
     """run.py with @run_args under the cache's lock we hold; its exit status."""
     with subprocess.Popen([sys.executable, str(RUN_PY), *run_args], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          pass_fds=tree.lock_fds()) as child:
+                          pass_fds=cache.lock_fds()) as child:
         try:
             return child.wait()
         except BaseException:
@@ -241,7 +242,7 @@ def main(argv: Sequence[str]) -> int:
     args.fixes = 0
     try:
         args.user = run.resolve_user(args)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     try:
@@ -261,7 +262,7 @@ def main(argv: Sequence[str]) -> int:
     # SIGTERM as well as Ctrl-C unwinds through run_one(): the child run is
     # ended and the mutant reversed before the process ends.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    return tree.locked(f'make mutate KVER={args.kver}', lambda: mutate(args, patches))
+    return cache.locked(f'make mutate KVER={args.kver}', lambda: mutate(args, patches))
 
 
 def mutant_set(mutants: Path, kver: str, arch_name: str = arch.HOST) -> List[Path]:

@@ -49,9 +49,9 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import (arch, attrs, buildstamp, decode, gcov, guest, hostctl,  # noqa: E402
-                    isolation, judging, junit, kcidb, kcidbrun, knobs, ktap, kunitcmd,
-                    kunitjson, kunitspec, page, seriesplan, states, tree, usertree, verdict)
+from cpuhpk import (arch, attrs, buildstamp, cache, decode, gcov, guest, hostctl,  # noqa: E402
+                    isolation, judging, junit, kcidb, kcidbrun, knobs, ktap, kunitcmd, kunitjson,
+                    kunitspec, packages, page, say, seriesplan, states, tree, usertree, verdict)
 
 REPO = Path(__file__).resolve().parents[2]
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
@@ -170,8 +170,8 @@ def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST,
     words = re.sub(r'[^A-Za-z0-9.+]+', '-', re.sub(r'\bCONFIG_', '', make_options)).strip('-')
     if len(words) > 32:
         words = words[:23] + '-' + hashlib.sha256(make_options.encode()).hexdigest()[:8]
-    return tree.cache_root() / (f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
-                                + (f'-{words}' if words else ''))
+    return cache.cache_root() / (f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
+                                 + (f'-{words}' if words else ''))
 
 
 def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
@@ -181,7 +181,7 @@ def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False
         skips = kunitspec.read_expected_skips(EXPECTED_SKIPS)
         known = kunitspec.read_known_failures(known_failures_path(context.get('kver', '')))
     except ValueError as e:
-        raise tree.PrepareError(f'kunit/{e}') from None
+        raise say.PrepareError(f'kunit/{e}') from None
     if context.get('config') == 'series':
         declared = posted_cases(context.get('kver', ''))
     else:
@@ -197,7 +197,7 @@ def posted_cases(kver: str) -> Dict[str, List[str]]:
     try:
         plan = seriesplan.read_plan(tree.series_dir(REPO, kver))
     except seriesplan.SeriesError as e:
-        raise tree.PrepareError(str(e)) from None
+        raise say.PrepareError(str(e)) from None
     files = {seriesplan.source_parts(f)[0] for s in plan.series for _, fs in s.patches
              for f in fs}
     return kunitspec.declared_cases(REPO / 'kunit', False, files,
@@ -214,12 +214,12 @@ def coverage_report(out: Path, build_dir: Path, src: Path, kver: str,
         if isolate and (out / 'console.log').is_file():
             segments = isolation.boot_lines(ktap.read_console(out / 'console.log').lines)
         gcov.report(out, build_dir, src, kver, a, segments)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         if not v.ok:
-            tree.log(f'no coverage report: {e}')
+            say.log(f'no coverage report: {e}')
             return v
         return add_problems(out, [verdict.Problem('coverage', '', str(e))])
-    tree.log(f'coverage: {out / "summary.txt"}, {out / "html" / "index.html"}')
+    say.log(f'coverage: {out / "summary.txt"}, {out / "html" / "index.html"}')
     return v
 
 
@@ -337,8 +337,8 @@ def judge(out: Path, console_path: Path, exp: kunitspec.Expectations, rc: Option
         attrs.accept_attribute_skips(v, attr_skipped, exp.context)
         (out / 'results.ktap').write_text(''.join(f'{ln}\n' for ln in lines))
         if console.long_lines:
-            tree.log(f'{console.long_lines} console line(s) longer than {ktap.MAX_LINE} '
-                     'characters were cut')
+            say.log(f'{console.long_lines} console line(s) longer than {ktap.MAX_LINE} '
+                    'characters were cut')
     elif kunit_log is None:
         v.add('console', '', f'{console_path}: no such file, or empty')
     # kunit.py's parse first: a parse derailed by a kernel line also explains
@@ -370,17 +370,17 @@ def judge(out: Path, console_path: Path, exp: kunitspec.Expectations, rc: Option
         v.add(*build_problem(kunit_log, rc))
     elif rc not in (0, None) and v.ok:
         if derailed:
-            tree.log(f'kunit.py exits {rc} for the results its derailed parse made up; the '
-                     'verdict follows the parse of the KTAP lines alone')
+            say.log(f'kunit.py exits {rc} for the results its derailed parse made up; the '
+                    'verdict follows the parse of the KTAP lines alone')
         elif v.known:
-            tree.log('kunit.py exits 1 for the known failures; the verdict follows '
-                     'kunit/known-failures-<KVER>')
+            say.log('kunit.py exits 1 for the known failures; the verdict follows '
+                    'kunit/known-failures-<KVER>')
         elif v.passed == 0 and v.skipped:
-            tree.log('every case was skipped: kunit.py exits 1 for that; the verdict follows '
-                     'kunit/expected-skips')
+            say.log('every case was skipped: kunit.py exits 1 for that; the verdict follows '
+                    'kunit/expected-skips')
         elif only_userspace(exp) and kunit_log is not None and 'Ran 0 tests' in kunit_log:
-            tree.log('FILTER selects the user-space suite alone: kunit.py exits 1 for its '
-                     '"0 tests run"; the verdict follows the user-space suite')
+            say.log('FILTER selects the user-space suite alone: kunit.py exits 1 for its '
+                    '"0 tests run"; the verdict follows the user-space suite')
         else:
             v.add('kunit.py', '', f'kunit.py exited {rc} although every case passed: '
                   'see kunit.log')
@@ -408,7 +408,7 @@ def write_kcidb(out: Path) -> None:
     try:
         kcidb.write(out / 'kcidb.json', kcidbrun.report(out))
     except (kcidbrun.ExportError, OSError) as e:
-        tree.log(f'kcidb.json not written: {e}')
+        say.log(f'kcidb.json not written: {e}')
 
 
 def decode_reports(out: Path, vmlinux: Path, trees: Sequence[Optional[Path]],
@@ -423,7 +423,7 @@ def decode_reports(out: Path, vmlinux: Path, trees: Sequence[Optional[Path]],
     note = decode.decode_verdict(v, vmlinux, trees, cross_compile)
     if not note:
         return None
-    tree.log(f'stack traces: {note}')
+    say.log(f'stack traces: {note}')
     context['decoded'] = note
     write_outputs(out, isolation.run_root(out, context), v, context)
     return v
@@ -469,7 +469,7 @@ def commit() -> str:
         head = tree.git(REPO, 'rev-parse', '--short=12', 'HEAD').stdout.strip()
         dirty = tree.git(REPO, 'status', '--porcelain', '--', 'kunit', 'src', 'kconfigs',
                          'tools/cpuhpk').stdout.strip()
-    except (OSError, tree.PrepareError):
+    except (OSError, say.PrepareError):
         return ''
     return head + ('-dirty' if dirty else '')
 
@@ -589,14 +589,14 @@ def judge_file(args: argparse.Namespace) -> int:
                'filter': args.filter, 'fixes': str(args.fixes), 'console': str(args.judge),
                'userspace': str(int(userspace)), 'commit': commit(),
                **{k: v for k, v in knobs.knob_context(args).items() if k in JUDGED_KNOBS}}
-    tree.log('judging as make run would: the user-space suite ' + (
+    say.log('judging as make run would: the user-space suite ' + (
         'expected (USERSPACE=0 for a console that never had it)' if userspace else
         'not expected' + (' (USERSPACE=0)' if not args.userspace else
                           f' (FILTER={args.filter} selects none of it)')))
     try:
         exp = expectations(args.filter, context, bool(args.strict), userspace)
         left_out = attrs.apply_attribute_filter(exp, args)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     except ValueError as e:
         return fail_early(out, 'prepare', f'FILTER_ATTR={args.filter_attr}: {e}', context)
@@ -613,13 +613,13 @@ def judge_file(args: argparse.Namespace) -> int:
                  attr_skipped=left_out if args.filter_action == 'skip' else ())
     if args.vmlinux:
         trees: List[Optional[Path]] = []
-        with contextlib.suppress(tree.PrepareError):
+        with contextlib.suppress(say.PrepareError):
             trees.append(tree.tree_path(args.kver))
         v = decode_reports(out, args.vmlinux, trees,
                            arch.get(args.arch).cross_compile or '') or v
     page.write_run(out)     # with the state map
     print('\n'.join(summary(v)))
-    tree.log(f'outputs in {out}, at a glance in {out / "index.html"}')
+    say.log(f'outputs in {out}, at a glance in {out / "index.html"}')
     return 0 if v.ok else 1
 
 
@@ -656,7 +656,7 @@ def main(argv: Sequence[str]) -> int:
         parser().error(problem)
     try:
         user = resolve_user(args)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         name = usertree.tree_key(Path(args.tree).expanduser().resolve())[0]
         return fail_early(args.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
                           {'tree': str(args.tree), 'rev': args.rev, 'commit': commit()})
@@ -670,9 +670,9 @@ def main(argv: Sequence[str]) -> int:
         signal.signal(sig, _raise_interrupted)
     try:
         what = f'TREE={user.spec.path} REV={user.short}' if user else f'KVER={args.kver}'
-        with tree.cache_lock(f'make run {what} CONFIG={args.config}'):
+        with cache.cache_lock(f'make run {what} CONFIG={args.config}'):
             return _run(args, out, context, user)
-    except tree.LockBusy as e:
+    except cache.LockBusy as e:
         # Not a word in out/: it belongs to the run that holds the lock.
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
@@ -708,18 +708,18 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
         a = arch.get(args.arch)
         kunitcmd.fragments(args.config, args.kver, a.name)
         llvm = knobs.LLVM_PACKAGES if knobs.make_variable(options, 'LLVM') == '1' else ()
-        tree.ensure_packages([*guest.PACKAGES, *gcov.PACKAGES, *a.packages, *llvm])
+        packages.ensure_packages([*guest.PACKAGES, *gcov.PACKAGES, *a.packages, *llvm])
         t = prepare_tree(args, user)
         problem = kunitcmd.tree_errors(t, args)
         if problem:
-            raise tree.PrepareError(problem)
+            raise say.PrepareError(problem)
         # CONFIG=debian: resolved here
         frags = kunitcmd.kernel_fragments(t, args.config, a.name, options)
         build_dir = build_dir_of(t, args.config, a.name, ' '.join(
             [*knobs.knob(args, 'make_options').split(), *knobs.kconfig_add(args)]))
         qemu_config = guest.write(build_dir, args.filter, a,
                                  isolation.isolation_anchor(exp, isolate))
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version
     context['package'] = t.package
@@ -730,12 +730,12 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     test_log.unlink(missing_ok=True)     # never judge a previous run's console
     gcov.clear(build_dir)                # nor count a previous run's coverage
 
-    tree.log(f'linux {t.version} ({t.package}) in {t.path}, ARCH={a.name}, SMP={args.smp}, '
-             f'CONFIG={args.config}, FILTER={args.filter or "*"}'
-             + ''.join(f', {knobs.KNOB_NAMES[k]}={v}'
+    say.log(f'linux {t.version} ({t.package}) in {t.path}, ARCH={a.name}, SMP={args.smp}, '
+            f'CONFIG={args.config}, FILTER={args.filter or "*"}'
+            + ''.join(f', {knobs.KNOB_NAMES[k]}={v}'
                        for k, v in knobs.knob_context(args).items()))
     if user is not None:
-        tree.log(f'testing {user.describe()}')
+        say.log(f'testing {user.describe()}')
     started = time.monotonic()
     control = None
     if args.topology == 'hotplug':
@@ -746,8 +746,8 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     sources = buildstamp.source_digest(t) if args.coverage_report else None
     built = buildstamp.reusable_build(build_dir, inputs)
     if built:
-        tree.log(f'{build_dir.name} holds the kernel of these very sources and configs: '
-                 'booting it again (kunit.py exec, no make)')
+        say.log(f'{build_dir.name} holds the kernel of these very sources and configs: '
+                'booting it again (kunit.py exec, no make)')
     else:
         buildstamp.forget_build(build_dir)
     cmd = kunitcmd.kunit_command(t, args, build_dir, out, qemu_config, control, frags,
@@ -755,8 +755,8 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     # ISOLATE=: kunit.py's --timeout holds for each boot, the listing one too.
     boots_due = isolation.isolated_boots(exp, isolate) + 1 if isolate else 1
     if isolate:
-        tree.log(f'ISOLATE={isolate}: {boots_due - 1} boot(s) of one {isolate} each, after '
-                 'one that lists the cases')
+        say.log(f'ISOLATE={isolate}: {boots_due - 1} boot(s) of one {isolate} each, after '
+                'one that lists the cases')
     try:
         rc, killed_after = run_kunit(cmd, t.path, out / 'kunit.log',
                                      BUILD_TIMEOUT + boots_due * args.timeout + 60,
@@ -789,13 +789,13 @@ def _run(args: argparse.Namespace, out: Path, context: Dict[str, str],
     v = decode_reports(out, build_dir / 'vmlinux', [t.path], a.cross_compile or '') or v
     write_kcidb(out)        # with the coverage
     page.write_run(out)     # with the coverage and the state map
-    tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
-             f'{out / "index.html"}')
+    say.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
+            f'{out / "index.html"}')
     if user is not None:
-        tree.log(f'tested {user.describe()}; the same verdict again: make judge '
-                 f'CONSOLE={out / "console.log"} KVER={user.kver} SMP={args.smp}'
-                 + (f' CONFIG={args.config}' if args.config != 'default' else '')
-                 + (f" FILTER='{args.filter}'" if args.filter else ''))
+        say.log(f'tested {user.describe()}; the same verdict again: make judge '
+                f'CONSOLE={out / "console.log"} KVER={user.kver} SMP={args.smp}'
+                + (f' CONFIG={args.config}' if args.config != 'default' else '')
+                + (f" FILTER='{args.filter}'" if args.filter else ''))
     print('\n'.join(summary(v)))
     return 0 if v.ok else 1
 

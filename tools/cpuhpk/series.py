@@ -38,7 +38,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, run, seriesplan, tree, verdict  # noqa: E402
+from cpuhpk import arch, cache, packages, run, say, seriesplan, tree, verdict  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 # The patches carry this identity until a user's replaces it.
@@ -135,7 +135,7 @@ def for_kernel(text: str, version: str, drop_compat: bool,
     code = version_code(version)
     try:
         text = tree.harness_view(text, False, parts)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         raise seriesplan.SeriesError(str(e)) from None
     for n, line in enumerate(text.split('\n'), 1):
         m = _VERSION_IF.match(line)
@@ -486,7 +486,7 @@ def kinds(found: Sequence[str]) -> Dict[str, int]:
 
 def scratch(t: tree.Tree) -> Path:
     """A clone of the cached tree to build the series in (outside the repository)."""
-    work = tree.cache_root() / f'series-{t.version}'
+    work = cache.cache_root() / f'series-{t.version}'
     if (work / '.git').is_dir():
         try:
             git(work, 'fetch', '-q', '--force', str(t.path), 'baseline:refs/tags/baseline')
@@ -665,14 +665,14 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     src = tree.series_dir(REPO, kver)
     plan = seriesplan.read_plan(src)
     others = [arch.get(n) for n in CHECK_ARCHES]
-    tree.ensure_packages([p for a in others for p in a.packages])
+    packages.ensure_packages([p for a in others for p in a.packages])
     t = tree.prepare(kver, REPO)
     work = scratch(t)
     base = pristine_commit(work, 'baseline', f'linux-source-{kver} {t.package}')
     log = out / 'series-check.log'
     out.mkdir(parents=True, exist_ok=True)
     log.write_text('')
-    build_root = tree.cache_root() / f'series-build-{t.version}'
+    build_root = cache.cache_root() / f'series-build-{t.version}'
     def check(name: str, build_dir: Path, fragment: Sequence[str],
               a: Optional[arch.Arch] = None) -> None:
         built, why = build(work, build_dir, fragment, log, a)
@@ -720,12 +720,12 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
     letter says, and the verdict of each run's console (out/pristine-<name>/)."""
     src = tree.series_dir(REPO, kver)
     plan = seriesplan.read_plan(src)
-    package = tree.installed_version(tree.source_package(kver))
+    package = packages.installed_version(packages.source_package(kver))
     if package is None:
-        raise seriesplan.SeriesError(f'{tree.source_package(kver)} is not installed: '
+        raise seriesplan.SeriesError(f'{packages.source_package(kver)} is not installed: '
                                      'run make prepare')
-    version = tree.upstream_version(package)
-    fresh = tree.cache_root() / f'pristine-{version}'
+    version = packages.upstream_version(package)
+    fresh = cache.cache_root() / f'pristine-{version}'
     shutil.rmtree(fresh, ignore_errors=True)
     tree.extract(kver, package, fresh)
     base = pristine_commit(fresh, 'baseline', f'linux-source-{kver} {package}')
@@ -753,7 +753,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
         # One kept build directory per series (their .kunitconfigs differ: one
         # shared directory was reconfigured and rebuilt twice a run): make
         # rebuilds only what changed since that series' last run.
-        kept = tree.cache_root() / f'pristine-kunit-{version}-{s.name}'
+        kept = cache.cache_root() / f'pristine-kunit-{version}-{s.name}'
         if kept.is_dir():
             kept.rename(fresh / '.kunit')
         try:
@@ -788,7 +788,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 shutil.rmtree(kept, ignore_errors=True)
                 (fresh / '.kunit').rename(kept)
     # The one shared directory earlier versions kept: superseded.
-    shutil.rmtree(tree.cache_root() / f'pristine-kunit-{version}', ignore_errors=True)
+    shutil.rmtree(cache.cache_root() / f'pristine-kunit-{version}', ignore_errors=True)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -824,14 +824,14 @@ def main(argv: Sequence[str]) -> int:
                 series_check(args.kver, who, out, report)
             if args.pristine:
                 series_pristine(args.kver, out, args.smp, args.timeout, report)
-        except (seriesplan.SeriesError, tree.PrepareError) as e:
+        except (seriesplan.SeriesError, say.PrepareError) as e:
             report.add('series', False, str(e))
         return report.finish(out)
 
     try:
         who = signer(args.author, args.author_of_head)
-        return tree.locked(f'series {args.kver}', job)
-    except (seriesplan.SeriesError, tree.PrepareError) as e:
+        return cache.locked(f'series {args.kver}', job)
+    except (seriesplan.SeriesError, say.PrepareError) as e:
         print(f'cpuhp-kunit: series: {e}', file=sys.stderr)
         return 2
 

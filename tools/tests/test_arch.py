@@ -9,12 +9,12 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, coverage, gcov, guest, kunitcmd, mutate, run, series, tree
+from cpuhpk import arch, coverage, gcov, guest, kunitcmd, mutate, packages, run, say, series, tree
 
 
 class ArchTest(unittest.TestCase):
     def test_unknown_architecture_names_the_known_ones(self) -> None:
-        with self.assertRaisesRegex(tree.PrepareError, 'ARCH=riscv.*x86_64 arm64'):
+        with self.assertRaisesRegex(say.PrepareError, 'ARCH=riscv.*x86_64 arm64'):
             arch.get('riscv')
 
     def test_x86_64_keeps_its_names_arm64_gets_a_suffix(self) -> None:
@@ -75,7 +75,7 @@ class ArchTest(unittest.TestCase):
         self.assertIn("'-bios', 'qboot.rom'", guest.qemu_config(arch.get('x86_64'), Path('/i')))
 
     def test_the_host_s_binary_for_the_host(self) -> None:
-        with mock.patch.object(tree, 'ensure_packages') as ensure:
+        with mock.patch.object(packages, 'ensure_packages') as ensure:
             self.assertEqual(arch.static_binary(arch.get('x86_64'), 'busybox-static',
                                                 'bin/busybox'), Path('/bin/busybox'))
         ensure.assert_called_once_with(['busybox-static'])

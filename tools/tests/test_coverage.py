@@ -14,8 +14,7 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import (arch, coverage, gcov, guest, hygiene, kunitcmd, kunitspec, run, tree,
-                    verdict)
+from cpuhpk import arch, coverage, gcov, guest, hygiene, kunitcmd, kunitspec, run, say, verdict
 
 INFO = """SF:/src/kernel/cpu.c
 FN:10,cpuhp_issue_call
@@ -70,14 +69,14 @@ class GcdaTransferTest(unittest.TestCase):
             (build / 'kernel').mkdir(parents=True)
             console = Path(tmp) / 'console.log'
             console.write_text(console_with(build, b'gcda bytes', damage=True))
-            with self.assertRaisesRegex(tree.PrepareError, 'damaged'):
+            with self.assertRaisesRegex(say.PrepareError, 'damaged'):
                 gcov.extract_gcda(console, build)
 
     def test_no_data_is_an_error(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             console = Path(tmp) / 'console.log'
             console.write_text('Kernel panic - not syncing\n')
-            with self.assertRaisesRegex(tree.PrepareError, 'no gcov data'):
+            with self.assertRaisesRegex(say.PrepareError, 'no gcov data'):
                 gcov.extract_gcda(console, Path(tmp))
 
 
@@ -96,7 +95,7 @@ class HostileArchiveTest(unittest.TestCase):
         console = self.root / 'console.log'
         console.write_text(console_with(self.build, payload, members=members))
         before = sorted(p for p in self.root.rglob('*') if p.name != 'console.log')
-        with self.assertRaises(tree.PrepareError) as cm:
+        with self.assertRaises(say.PrepareError) as cm:
             gcov.extract_gcda(console, self.build)
         self.assertIn(why, str(cm.exception))
         self.assertNotIn('\n', str(cm.exception))

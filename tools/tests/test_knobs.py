@@ -28,7 +28,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from unittest import mock
 
 from cpuhpk import (arch, attrs, buildstamp, gcov, guest, isolation, judging, knobs, ktap,
-                    kunitcmd, kunitspec, run, tree, verdict)
+                    kunitcmd, kunitspec, packages, run, say, tree, verdict)
 from tests.recorded import run_default_expectations
 from tests.test_run import fake_tree as build_inputs_tree
 
@@ -256,7 +256,7 @@ class TreeErrorTest(unittest.TestCase):
             err = io.StringIO()
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(err), \
-                    mock.patch.object(tree, 'ensure_packages'), \
+                    mock.patch.object(packages, 'ensure_packages'), \
                     mock.patch.object(run, 'prepare_tree', return_value=t), \
                     mock.patch.object(run, 'run_kunit') as kunit:
                 rc = run.main(['--kver', '6.1', '--filter-attr', 'speed>slow',
@@ -923,7 +923,7 @@ class IsolateTest(unittest.TestCase):
             self.assertIn('/x/kernel/cpu.c', files)
             self.assertIn('gcov data of 4 of 5 boots added up', err.getvalue())
             self.assertIn('none from boot 4: no gcov data', err.getvalue())
-            with self.assertRaisesRegex(tree.PrepareError, 'no gcov data in any of the 1 boots'):
+            with self.assertRaisesRegex(say.PrepareError, 'no gcov data in any of the 1 boots'):
                 gcov.merge_boots(out, out, out, [['no dump']])
 
     def test_what_kunit_py_says_beside_the_consoles(self) -> None:
@@ -989,7 +989,7 @@ class IsolateTest(unittest.TestCase):
             out = Path(tmp) / 'out'
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()), \
-                    mock.patch.object(tree, 'ensure_packages'), \
+                    mock.patch.object(packages, 'ensure_packages'), \
                     mock.patch.object(run, 'prepare_tree', return_value=t), \
                     mock.patch.object(run, 'expectations', run_default_expectations), \
                     mock.patch.object(guest, 'write', return_value=Path(tmp) / 'q.py') as write, \

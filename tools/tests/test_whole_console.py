@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import hygiene, judging, junit, ktap, kunitjson, kunitspec, run, tree, verdict
+from cpuhpk import hygiene, judging, junit, ktap, kunitjson, kunitspec, run, say, verdict
 from tests.recorded import derailed_expectations, run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -340,7 +340,7 @@ class KunitPyDerailedTest(unittest.TestCase):
         kunit_py.write_text(fake_kunit_py)
         exp = derailed_expectations('', dict(self.CONTEXT), userspace=True)
         logged: List[str] = []
-        with mock.patch.object(tree, 'log', logged.append):
+        with mock.patch.object(say, 'log', logged.append):
             _, v = run.judge(out, out / 'console.log', exp, 1, None, 600,
                              'Starting KUnit Kernel', out / 'results.json', kunit_py)
         return out, v, logged
@@ -411,7 +411,7 @@ class KunitPyDerailedTest(unittest.TestCase):
         kunit_py.write_text(self.replays(out / 'ktap_only.json'))
         exp = run.expectations('cpuhp_rollback.cpuhp_rollback_down_fails', dict(CONTEXT))
         logged: List[str] = []
-        with mock.patch.object(tree, 'log', logged.append):
+        with mock.patch.object(say, 'log', logged.append):
             _, v = run.judge(out, out / 'console.log', exp, 1, None, 600,
                              'Starting KUnit Kernel', out / 'results.json', kunit_py)
         self.assertEqual(v.problems, [])
