@@ -37,7 +37,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, execute, gcov, outputs, runspec, tree, verdict  # noqa: E402
+from cpuhpk import (arch, cache, execute, gcov, guest, outputs, runspec, say, tree,  # noqa: E402
+                    verdict)
 from cpuhpk.gcov import FileCov, pct  # noqa: E402
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
@@ -47,7 +48,7 @@ REPO = Path(__file__).resolve().parents[2]
 TOPOLOGY_FILTERS = {'nosmt': 'cpuhp_sysfs.*', 'nosmt-force': 'cpuhp_sysfs.*'}
 
 
-class SelftestError(tree.PrepareError):
+class SelftestError(say.PrepareError):
     """The anchor run failed: it gives no figure."""
 
 
@@ -57,26 +58,26 @@ def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
     a = a or arch.get(arch.HOST)
     gcov.clear(build_dir)
     script = t.path / 'tools' / 'testing' / 'selftests' / 'cpu-hotplug' / 'cpu-on-off-test.sh'
-    initrd = gcov.make_initramfs(build_dir / 'cpuhp-kunit' / 'selftest.cpio',
-                                 gcov.SELFTEST_INIT,
-                                 [('cpu-on-off-test.sh', script),
-                                  ('bin/bash', arch.static_binary(a, 'bash-static',
-                                                                  'bin/bash-static'))],
-                                 gcov.busybox(a))
+    initrd = guest.make_initramfs(build_dir / 'cpuhp-kunit' / 'selftest.cpio',
+                                  guest.SELFTEST_INIT,
+                                  [('cpu-on-off-test.sh', script),
+                                   ('bin/bash', arch.static_binary(a, 'bash-static',
+                                                                   'bin/bash-static'))],
+                                  guest.busybox(a))
     console = out / 'selftest-console.log'
     cmd = [f'qemu-system-{a.qemu_arch}', '-nodefaults', '-m', '1024', '-smp', smp,
            '-kernel', str(build_dir / a.kernel_path), '-initrd', str(initrd),
            '-append', f'console={a.console} kunit.enable=0 panic=-1 rdinit=/init',
            '-no-reboot', '-nographic', '-serial', 'stdio', *a.qemu_params]
-    tree.log('booting the same kernel with cpu-on-off-test.sh -a')
+    say.log('booting the same kernel with cpu-on-off-test.sh -a')
     with open(console, 'w') as f:
         try:
             subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
                            timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
-            raise tree.PrepareError(f'the selftest run did not finish within {timeout} s: '
-                                    f'see {console}') from None
-    status = gcov.selftest_status(console)
+            raise say.PrepareError(f'the selftest run did not finish within {timeout} s: '
+                                   f'see {console}') from None
+    status = guest.selftest_status(console)
     if status != 0:
         said = 'printed no exit status' if status is None else f'exited {status}'
         raise SelftestError(f'cpu-on-off-test.sh {said}: no anchor figure (see {console})')
@@ -134,8 +135,8 @@ def main(argv: Sequence[str]) -> int:
                  f'SMP={args.smp} is odd')
     spec = RunSpec(kver=args.kver, arch=args.arch, smp=args.smp, timeout=args.timeout,
                    seed=args.seed, stress_ops=args.stress_ops, tree=runspec.tree_spec(args))
-    return tree.locked(f'make coverage KVER={args.kver} ARCH={args.arch}',
-                       lambda: coverage(spec, args.selftest))
+    return cache.locked(f'make coverage KVER={args.kver} ARCH={args.arch}',
+                        lambda: coverage(spec, args.selftest))
 
 
 def coverage(spec: RunSpec, selftest: bool = True) -> int:
@@ -143,7 +144,7 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
     anchor; every cause of a non-zero exit lands in junit.xml."""
     try:
         user = spec.resolved()
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     spec = spec.for_user(user)
@@ -167,7 +168,7 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
     if not problems:
         try:
             files = merged(infos, out)
-        except tree.PrepareError as e:
+        except say.PrepareError as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     anchor: Optional[Dict[str, FileCov]] = None
     if files and selftest:
@@ -177,7 +178,7 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
                                      str(spec.smp), spec.timeout, a)
         except SelftestError as e:
             problems.append(verdict.Problem('selftest', '', str(e)))
-        except (tree.PrepareError, subprocess.CalledProcessError) as e:
+        except (say.PrepareError, subprocess.CalledProcessError) as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     if files:
         limits = gcov.thresholds_path(spec.kver, a)
@@ -193,7 +194,7 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
             problems.append(verdict.Problem('coverage', '', f'no coverage gate for KVER='
                                             f'{spec.kver} ARCH={a.name}: {limits} does not '
                                             'exist'))
-        tree.log(f'coverage report in {out / "html" / "index.html"}')
+        say.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)
     v = outputs.add_problems(out, problems)

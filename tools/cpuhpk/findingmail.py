@@ -29,7 +29,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cpuhpk import fixseries, seriesmake, seriesplan, tree  # noqa: E402
+from cpuhpk import cache, fixseries, seriesmake, seriesplan, tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FINDINGS = REPO / 'Documentation' / 'findings'
@@ -234,7 +234,7 @@ def maintainers_dir(kver: str) -> Path:
     """A directory holding the pristine tree's MAINTAINERS and
     scripts/get_maintainer.pl (from the cached tree's baseline commit)."""
     t = tree.prepare(kver, REPO)
-    dest = tree.cache_root() / f'maintainers-{t.version}'
+    dest = cache.cache_root() / f'maintainers-{t.version}'
     if not (dest / 'MAINTAINERS').is_file():
         (dest / 'scripts').mkdir(parents=True, exist_ok=True)
         for name in ('MAINTAINERS', 'scripts/get_maintainer.pl'):
@@ -292,7 +292,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return write_mails(args.kver, args.findings, who, out,
                            lambda patches: seriesmake.maintainers(work, patches))
 
-    return tree.locked(f'finding-mails {args.kver}', job)
+    return cache.locked(f'finding-mails {args.kver}', job)
 
 
 if __name__ == '__main__':

@@ -58,7 +58,7 @@ class Finding:
     line: str
     why: str
     kind: str = ''      # the report's kind (reports.KINDS); '' for the others
-    title: str = ''     # the report's title (reports.title()): the same bug, the same title
+    title: str = ''     # the report's title (titles.title()): the same bug, the same title
 
     def __str__(self) -> str:
         why = f'{self.why} ({self.kind})' if self.kind else self.why

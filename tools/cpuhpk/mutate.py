@@ -40,8 +40,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import (arch, execute, junit, mutant_guests, proc, runspec, tree, usertree,  # noqa: E402
-                    verdict)
+from cpuhpk import (arch, cache, execute, junit, mutant_guests, proc, runspec, say,  # noqa: E402
+                    tree, usertree, verdict)
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,7 +128,7 @@ def run_child(spec: RunSpec, env: Dict[str, str]) -> int:
     under them."""
     with subprocess.Popen([sys.executable, str(RUN_PY), *spec.argv()], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          pass_fds=tree.lock_fds(), start_new_session=True) as child:
+                          pass_fds=cache.lock_fds(), start_new_session=True) as child:
         return proc.wait_group(child, CHILD_GRACE)
 
 
@@ -238,7 +238,7 @@ def main(argv: Sequence[str]) -> int:
                    tree=runspec.tree_spec(args))
     try:
         user = spec.resolved()
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     spec = spec.for_user(user)
@@ -260,7 +260,7 @@ def main(argv: Sequence[str]) -> int:
     # ended and the mutant reversed before the process ends.
     proc.raise_on_signals((signal.SIGTERM,))
     try:
-        return tree.locked(f'make mutate KVER={spec.kver}', lambda: mutate(
+        return cache.locked(f'make mutate KVER={spec.kver}', lambda: mutate(
             spec, user, patches, args.shard, args.timeout, total))
     except proc.Interrupted as e:
         return 128 + e.signum

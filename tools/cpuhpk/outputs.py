@@ -1,13 +1,13 @@
 """A run's outputs from its console: verdict.json, junit.xml, results.*, index.html.
 
-judge() reads a console (console.log) against what the run asked for
-(expectations(): the kunit/ suites' cases narrowed by FILTER=, the
-expected skips and known failures), writes results.ktap, junit.xml,
-verdict.json, kcidb.json and the page (write_outputs()), and says when
-kunit.py's own parse or exit status tell another story. judge_file() is
-make judge: a console captured anywhere. add_problems() and
-decode_reports() amend the outputs of a judged run; fail_early() leaves
-red outputs of a run that ended before its kernel ran.
+judge() has a console (console.log) judged (judging.py) against what the
+run asked for (expectations(): the kunit/ suites' cases narrowed by
+FILTER=, the expected skips and known failures), writes results.ktap,
+junit.xml, verdict.json, kcidb.json and the page (write_outputs()), and
+says when kunit.py's own parse or exit status tell another story.
+judge_file() is make judge: a console captured anywhere. add_problems()
+and decode_reports() amend the outputs of a judged run; fail_early()
+leaves red outputs of a run that ended before its kernel ran.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import (arch, attrs, decode, gcov, isolation, junit, kcidb, ktap, kunitjson, page,
-                    runspec, seriesplan, states, tree, verdict)
+from cpuhpk import (arch, attrs, decode, guest, isolation, judging, junit, kcidb, kcidbrun, ktap,
+                    kunitjson, kunitspec, page, runspec, say, seriesplan, states, tree, verdict)
 from cpuhpk.runspec import REPO, RunSpec
 
 EXPECTED_SKIPS = REPO / 'kunit' / 'expected-skips'
@@ -39,19 +39,19 @@ BUILD_ERROR = re.compile(r': (?:fatal )?error: |^ERROR:|Error \d+$|undefined ref
 
 
 def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
-                 userspace: bool = False) -> verdict.Expectations:
+                 userspace: bool = False) -> kunitspec.Expectations:
     """What a run of the kunit/ suites with @filter_glob must show."""
     try:
-        skips = verdict.read_expected_skips(EXPECTED_SKIPS)
-        known = verdict.read_known_failures(known_failures_path(context.get('kver', '')))
+        skips = kunitspec.read_expected_skips(EXPECTED_SKIPS)
+        known = kunitspec.read_known_failures(known_failures_path(context.get('kver', '')))
     except ValueError as e:
-        raise tree.PrepareError(f'kunit/{e}') from None
+        raise say.PrepareError(f'kunit/{e}') from None
     if context.get('config') == 'series':
         declared = posted_cases(context.get('kver', ''))
     else:
-        declared = verdict.declared_cases(REPO / 'kunit', userspace)
-    return verdict.Expectations(
-        cases=verdict.filtered(declared, filter_glob),
+        declared = kunitspec.declared_cases(REPO / 'kunit', userspace)
+    return kunitspec.Expectations(
+        cases=kunitspec.filtered(declared, filter_glob),
         skips=skips, known=known, strict=strict, context=context)
 
 
@@ -61,11 +61,11 @@ def posted_cases(kver: str) -> Dict[str, List[str]]:
     try:
         plan = seriesplan.read_plan(tree.series_dir(REPO, kver))
     except seriesplan.SeriesError as e:
-        raise tree.PrepareError(str(e)) from None
+        raise say.PrepareError(str(e)) from None
     files = {seriesplan.source_parts(f)[0] for s in plan.series for _, fs in s.patches
              for f in fs}
-    return verdict.declared_cases(REPO / 'kunit', False, files,
-                                  lambda text: tree.harness_view(text, False))
+    return kunitspec.declared_cases(REPO / 'kunit', False, files,
+                                    lambda text: tree.harness_view(text, False))
 
 def build_problem(kunit_log: str, rc: Optional[int]) -> Tuple[str, str, str, str]:
     """(category, name, message, detail) when no console came out of kunit.py."""
@@ -84,12 +84,12 @@ def build_problem(kunit_log: str, rc: Optional[int]) -> Tuple[str, str, str, str
         '\n'.join(kunit_log.splitlines()[-30:])
 
 
-def only_userspace(exp: verdict.Expectations) -> bool:
+def only_userspace(exp: kunitspec.Expectations) -> bool:
     """Does @exp expect cases of the user-space suite and of no KUnit suite?"""
-    return exp.cases is not None and set(exp.cases) == {gcov.SYSFS_SUITE}
+    return exp.cases is not None and set(exp.cases) == {guest.SYSFS_SUITE}
 
 
-def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional[int] = 0,
+def judge(out: Path, console_path: Path, exp: kunitspec.Expectations, rc: Optional[int] = 0,
           killed_after: Optional[float] = None, timeout: int = 0,
           kunit_log: Optional[str] = None,
           kunit_json: Optional[Path] = None,
@@ -116,13 +116,13 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
         if isolate:
             root, v, lines = isolation.judge_isolated(console, exp)
         else:
-            start, root, v = verdict.judge_console(console, exp)
+            start, root, v = judging.judge_console(console, exp)
             lines = ktap.extract(console.lines)
         attrs.accept_attribute_skips(v, attr_skipped, exp.context)
         (out / 'results.ktap').write_text(''.join(f'{ln}\n' for ln in lines))
         if console.long_lines:
-            tree.log(f'{console.long_lines} console line(s) longer than {ktap.MAX_LINE} '
-                     'characters were cut')
+            say.log(f'{console.long_lines} console line(s) longer than {ktap.MAX_LINE} '
+                    'characters were cut')
     elif kunit_log is None:
         v.add('console', '', f'{console_path}: no such file, or empty')
     # kunit.py's parse first: a parse derailed by a kernel line also explains
@@ -154,17 +154,17 @@ def judge(out: Path, console_path: Path, exp: verdict.Expectations, rc: Optional
         v.add(*build_problem(kunit_log, rc))
     elif rc not in (0, None) and v.ok:
         if derailed:
-            tree.log(f'kunit.py exits {rc} for the results its derailed parse made up; the '
-                     'verdict follows the parse of the KTAP lines alone')
+            say.log(f'kunit.py exits {rc} for the results its derailed parse made up; the '
+                    'verdict follows the parse of the KTAP lines alone')
         elif v.known:
-            tree.log('kunit.py exits 1 for the known failures; the verdict follows '
-                     'kunit/known-failures-<KVER>')
+            say.log('kunit.py exits 1 for the known failures; the verdict follows '
+                    'kunit/known-failures-<KVER>')
         elif v.passed == 0 and v.skipped:
-            tree.log('every case was skipped: kunit.py exits 1 for that; the verdict follows '
-                     'kunit/expected-skips')
+            say.log('every case was skipped: kunit.py exits 1 for that; the verdict follows '
+                    'kunit/expected-skips')
         elif only_userspace(exp) and kunit_log is not None and 'Ran 0 tests' in kunit_log:
-            tree.log('FILTER selects the user-space suite alone: kunit.py exits 1 for its '
-                     '"0 tests run"; the verdict follows the user-space suite')
+            say.log('FILTER selects the user-space suite alone: kunit.py exits 1 for its '
+                    '"0 tests run"; the verdict follows the user-space suite')
         else:
             v.add('kunit.py', '', f'kunit.py exited {rc} although every case passed: '
                   'see kunit.log')
@@ -190,9 +190,9 @@ def write_outputs(out: Path, root: ktap.Test, v: verdict.Verdict,
 def write_kcidb(out: Path) -> None:
     """out/kcidb.json: the run for KernelCI's KCIDB (kcidb.py); never fails the run."""
     try:
-        kcidb.write(out / 'kcidb.json', kcidb.report(out))
-    except (kcidb.ExportError, OSError) as e:
-        tree.log(f'kcidb.json not written: {e}')
+        kcidb.write(out / 'kcidb.json', kcidbrun.report(out))
+    except (kcidbrun.ExportError, OSError) as e:
+        say.log(f'kcidb.json not written: {e}')
 
 
 def decode_reports(out: Path, vmlinux: Path, trees: Sequence[Optional[Path]],
@@ -207,7 +207,7 @@ def decode_reports(out: Path, vmlinux: Path, trees: Sequence[Optional[Path]],
     note = decode.decode_verdict(v, vmlinux, trees, cross_compile)
     if not note:
         return None
-    tree.log(f'stack traces: {note}')
+    say.log(f'stack traces: {note}')
     context['decoded'] = note
     write_outputs(out, isolation.run_root(out, context), v, context)
     return v
@@ -264,16 +264,16 @@ def judge_file(spec: RunSpec) -> int:
         runspec.parser().error(problem)
     assert spec.console is not None
     out = spec.output_dir()
-    userspace = bool(spec.userspace and gcov.userspace_cases(spec.filter))
+    userspace = bool(spec.userspace and guest.userspace_cases(spec.filter))
     context = spec.judge_context(userspace)
-    tree.log('judging as make run would: the user-space suite ' + (
-        'expected (USERSPACE=0 for a console that never had it)' if userspace else
-        'not expected' + (' (USERSPACE=0)' if not spec.userspace else
-                          f' (FILTER={spec.filter} selects none of it)')))
+    say.log('judging as make run would: the user-space suite ' + (
+       'expected (USERSPACE=0 for a console that never had it)' if userspace else
+       'not expected' + (' (USERSPACE=0)' if not spec.userspace else
+                         f' (FILTER={spec.filter} selects none of it)')))
     try:
         exp = expectations(spec.filter, context, spec.strict, userspace)
         left_out = attrs.apply_attribute_filter(exp, spec)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         return fail_early(out, 'prepare', str(e), context)
     except ValueError as e:
         return fail_early(out, 'prepare', f'FILTER_ATTR={spec.filter_attr}: {e}', context)
@@ -290,13 +290,13 @@ def judge_file(spec: RunSpec) -> int:
                  attr_skipped=left_out if spec.filter_action == 'skip' else ())
     if spec.vmlinux:
         trees: List[Optional[Path]] = []
-        with contextlib.suppress(tree.PrepareError):
+        with contextlib.suppress(say.PrepareError):
             trees.append(tree.tree_path(spec.kver))
         v = decode_reports(out, spec.vmlinux, trees,
                            arch.get(spec.arch).cross_compile or '') or v
     page.write_run(out)     # with the state map
     print('\n'.join(summary(v)))
-    tree.log(f'outputs in {out}, at a glance in {out / "index.html"}')
+    say.log(f'outputs in {out}, at a glance in {out / "index.html"}')
     return 0 if v.ok else 1
 
 

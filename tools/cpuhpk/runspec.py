@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from cpuhpk import arch, tree, usertree
+from cpuhpk import arch, say, tree, usertree
 
 REPO = Path(__file__).resolve().parents[2]
 # The CPUs a run boots with (make SMP=): the count make test is judged at.
@@ -140,7 +140,7 @@ class RunSpec:
         return None
 
     def resolved(self) -> Optional[usertree.Resolved]:
-        """The user's tree read (TREE=), None without one; raises tree.PrepareError."""
+        """The user's tree read (TREE=), None without one; raises say.PrepareError."""
         return usertree.resolve(self.tree, REPO) if self.tree is not None else None
 
     def for_user(self, user: Optional[usertree.Resolved]) -> RunSpec:
@@ -205,7 +205,7 @@ def commit() -> str:
         head = tree.git(REPO, 'rev-parse', '--short=12', 'HEAD').stdout.strip()
         dirty = tree.git(REPO, 'status', '--porcelain', '--', 'kunit', 'src', 'kconfigs',
                          'tools/cpuhpk').stdout.strip()
-    except (OSError, tree.PrepareError):
+    except (OSError, say.PrepareError):
         return ''
     return head + ('-dirty' if dirty else '')
 

@@ -33,7 +33,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import arch, outputs, proc, seriesplan, tree, verdict  # noqa: E402
+from cpuhpk import (arch, cache, outputs, packages, proc, say, seriesplan, tree,  # noqa: E402
+                    verdict)
 from cpuhpk.runspec import RunSpec  # noqa: E402
 from cpuhpk.seriesmake import (BASE_TREE, cpus, git, identity, make_series,  # noqa: E402
                                pristine_commit, run_command, scratch, signer)
@@ -149,14 +150,14 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     src = tree.series_dir(REPO, kver)
     plan = seriesplan.read_plan(src)
     others = [arch.get(n) for n in CHECK_ARCHES]
-    tree.ensure_packages([p for a in others for p in a.packages])
+    packages.ensure_packages([p for a in others for p in a.packages])
     t = tree.prepare(kver, REPO)
     work = scratch(t)
     base = pristine_commit(work, 'baseline', f'linux-source-{kver} {t.package}')
     log = out / 'series-check.log'
     out.mkdir(parents=True, exist_ok=True)
     log.write_text('')
-    build_root = tree.cache_root() / f'series-build-{t.version}'
+    build_root = cache.cache_root() / f'series-build-{t.version}'
     def check(name: str, build_dir: Path, fragment: Sequence[str],
               a: Optional[arch.Arch] = None) -> None:
         built, why = build(work, build_dir, fragment, log, a)
@@ -203,12 +204,12 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
     letter says, and the verdict of each run's console (out/pristine-<name>/)."""
     src = tree.series_dir(REPO, kver)
     plan = seriesplan.read_plan(src)
-    package = tree.installed_version(tree.source_package(kver))
+    package = packages.installed_version(packages.source_package(kver))
     if package is None:
-        raise seriesplan.SeriesError(f'{tree.source_package(kver)} is not installed: '
+        raise seriesplan.SeriesError(f'{packages.source_package(kver)} is not installed: '
                                      'run make prepare')
-    version = tree.upstream_version(package)
-    fresh = tree.cache_root() / f'pristine-{version}'
+    version = packages.upstream_version(package)
+    fresh = cache.cache_root() / f'pristine-{version}'
     shutil.rmtree(fresh, ignore_errors=True)
     tree.extract(kver, package, fresh)
     base = pristine_commit(fresh, 'baseline', f'linux-source-{kver} {package}')
@@ -236,7 +237,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
         # One kept build directory per series (their .kunitconfigs differ: one
         # shared directory was reconfigured and rebuilt twice a run): make
         # rebuilds only what changed since that series' last run.
-        kept = tree.cache_root() / f'pristine-kunit-{version}-{s.name}'
+        kept = cache.cache_root() / f'pristine-kunit-{version}-{s.name}'
         if kept.is_dir():
             kept.rename(fresh / '.kunit')
         try:
@@ -271,7 +272,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 shutil.rmtree(kept, ignore_errors=True)
                 (fresh / '.kunit').rename(kept)
     # The one shared directory earlier versions kept: superseded.
-    shutil.rmtree(tree.cache_root() / f'pristine-kunit-{version}', ignore_errors=True)
+    shutil.rmtree(cache.cache_root() / f'pristine-kunit-{version}', ignore_errors=True)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -307,14 +308,14 @@ def main(argv: Sequence[str]) -> int:
                 series_check(args.kver, who, out, report)
             if args.pristine:
                 series_pristine(args.kver, out, args.smp, args.timeout, report)
-        except (seriesplan.SeriesError, tree.PrepareError) as e:
+        except (seriesplan.SeriesError, say.PrepareError) as e:
             report.add('series', False, str(e))
         return report.finish(out)
 
     try:
         who = signer(args.author, args.author_of_head)
-        return tree.locked(f'series {args.kver}', job)
-    except (seriesplan.SeriesError, tree.PrepareError) as e:
+        return cache.locked(f'series {args.kver}', job)
+    except (seriesplan.SeriesError, say.PrepareError) as e:
         print(f'cpuhp-kunit: series: {e}', file=sys.stderr)
         return 2
 

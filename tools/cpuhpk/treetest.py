@@ -36,7 +36,8 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import bisect, execute, junit, outputs, tree, usertree, verdict  # noqa: E402
+from cpuhpk import (bisect, cache, execute, junit, outputs, say, tree, usertree,  # noqa: E402
+                    verdict)
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +63,7 @@ def ugit(repo: Path, *args: str, tick: int = 0) -> str:
     res = subprocess.run(['git', '-C', str(repo), *args], capture_output=True, text=True,
                          env=env, check=False)
     if res.returncode != 0:
-        raise tree.PrepareError(f"tree-test: git {' '.join(args)}: {res.stderr.strip()}")
+        raise say.PrepareError(f"tree-test: git {' '.join(args)}: {res.stderr.strip()}")
     return res.stdout.strip()
 
 
@@ -88,7 +89,7 @@ def append(line: str) -> Callable[[str], str]:
 def replace(old: str, new: str) -> Callable[[str], str]:
     def edit(text: str) -> str:
         if old not in text:
-            raise tree.PrepareError(f'tree-test: {old!r} not found')
+            raise say.PrepareError(f'tree-test: {old!r} not found')
         return text.replace(old, new, 1)
     return edit
 
@@ -114,7 +115,7 @@ def make_user_tree(cached: Path, dest: Path) -> Dict[str, str]:
     """The test's user tree and its branches; returns name -> commit."""
     if not (dest / '.git').is_dir():
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tree.log(f'tree-test: a user tree at {dest} from {cached} (shared objects)')
+        say.log(f'tree-test: a user tree at {dest} from {cached} (shared objects)')
         subprocess.run(['git', 'clone', '-q', '--shared', '--no-checkout', str(cached),
                         str(dest)], check=True)
     base = tree.git(cached, 'rev-parse', 'baseline^{commit}').stdout.strip()
@@ -206,7 +207,7 @@ def run_tree(user: usertree.Spec, out: Path, smp: int, timeout: int) -> int:
 
 def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
     cached = tree.prepare('6.12', REPO).path
-    user = tree.cache_root() / 'tree-test' / 'linux'
+    user = cache.cache_root() / 'tree-test' / 'linux'
     revs = make_user_tree(cached, user)
     before = snapshot(user)
     smp, timeout = int(args.smp), int(args.timeout)
@@ -215,7 +216,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
         started = time.monotonic()
         try:
             ok, detail = job()
-        except (tree.PrepareError, OSError, ValueError, KeyError) as e:
+        except (say.PrepareError, OSError, ValueError, KeyError) as e:
             ok, detail = False, f'{type(e).__name__}: {e}'
         record(Check(name, ok, detail, time.monotonic() - started))
 
@@ -274,7 +275,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
 
     def tree_61() -> Tuple[bool, str]:
         cached61 = tree.prepare('6.1', REPO).path
-        user61 = tree.cache_root() / 'tree-test' / 'linux-6.1'
+        user61 = cache.cache_root() / 'tree-test' / 'linux-6.1'
         if not (user61 / '.git').is_dir():
             subprocess.run(['git', 'clone', '-q', '--shared', '--no-checkout', str(cached61),
                             str(user61)], check=True)
@@ -334,7 +335,7 @@ def main(argv: Sequence[str]) -> int:
         OUT.mkdir(parents=True, exist_ok=True)
         try:
             checks(args, record)
-        except tree.PrepareError as e:
+        except say.PrepareError as e:
             record(Check('prepare', False, str(e)))
         write_junit(results, OUT / 'junit.xml')
         lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name} ({c.seconds:.0f} s): {c.detail}"
@@ -344,7 +345,7 @@ def main(argv: Sequence[str]) -> int:
         (OUT / 'summary.txt').write_text('\n'.join(lines) + '\n')
         print(lines[-1])
         return 0 if ok else 1
-    return tree.locked('make tree-test', job)
+    return cache.locked('make tree-test', job)
 
 
 if __name__ == '__main__':

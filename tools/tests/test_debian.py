@@ -7,7 +7,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, debian, kunitcmd, runspec, tree
+from cpuhpk import arch, debian, kunitcmd, packages, runspec, say, tree
 
 
 class BuiltinOnlyTest(unittest.TestCase):
@@ -31,10 +31,10 @@ class BuiltinOnlyTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path(d))
             (Path(d) / 'config.amd64_rt_amd64.xz').write_bytes(b'')
-            with mock.patch.object(tree, 'ensure_packages'), \
+            with mock.patch.object(packages, 'ensure_packages'), \
                     mock.patch.object(debian, 'source_config',
                                       return_value=Path(d) / 'config.amd64_none_amd64.xz'):
-                with self.assertRaisesRegex(tree.PrepareError,
+                with self.assertRaisesRegex(say.PrepareError,
                                             'not in linux-config-6.12.*config.amd64_rt_amd64.xz'):
                     debian.base(t, [], [], arch.get('x86_64'))
 

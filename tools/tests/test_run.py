@@ -18,7 +18,7 @@ from typing import Any, Callable, List, Optional, Tuple
 from unittest import mock
 
 from cpuhpk import (arch, buildstamp, execute, kunitcmd, kunitjson, mutate, outputs, proc, run,
-                    runspec, tree, verdict)
+                    runspec, say, tree, verdict)
 from cpuhpk.runspec import RunSpec
 from tests.recorded import expectations as recorded_expectations
 
@@ -180,7 +180,7 @@ class JudgeTest(unittest.TestCase):
         # The recorded default console predates the initramfs: no gcov data.
         v = self.judge('pass_default_console.log', 0)
         self.assertTrue(v.ok)
-        with mock.patch.object(tree, 'log'):
+        with mock.patch.object(say, 'log'):
             v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual([p.category for p in v.problems], ['coverage'])
         self.assertIn('no gcov data on the console', str(v.problems[0]))
@@ -189,7 +189,7 @@ class JudgeTest(unittest.TestCase):
     def test_red_run_without_gcov_data_gets_no_second_problem(self) -> None:
         v = self.judge('fail_mutant_console.log', 1)
         before = len(v.problems)
-        with mock.patch.object(tree, 'log'):
+        with mock.patch.object(say, 'log'):
             v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual(len(v.problems), before)
 
@@ -199,7 +199,7 @@ class JudgeTest(unittest.TestCase):
         v = self.judge('fail_mutant_console.log', 1)
         (self.out / 'console.log').unlink(missing_ok=True)
         before = len(v.problems)
-        with mock.patch.object(tree, 'log') as log:
+        with mock.patch.object(say, 'log') as log:
             v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual(len(v.problems), before)
         self.assertIn('no console', str(log.call_args))
@@ -391,7 +391,7 @@ class CommandTest(unittest.TestCase):
                          [runspec.REPO / 'kconfigs' / f'{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers')])
         for bad in ('rt+', 'nosuch', 'rt+nosuch'):
-            with self.assertRaisesRegex(tree.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
+            with self.assertRaisesRegex(say.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
                 kunitcmd.fragments(bad, '6.12')
 
     def test_strict_runs_what_wedges(self) -> None:
@@ -657,7 +657,7 @@ class EarlyFailureTest(unittest.TestCase):
             env = {'CPUHP_KUNIT_CACHE': str(Path(tmp) / 'cache')}
             with mock.patch.dict(os.environ, env), mock.patch('sys.stdout'), \
                     mock.patch('sys.stderr'), mock.patch.object(
-                        tree, 'prepare', side_effect=tree.PrepareError('patch 0002 fails')):
+                        tree, 'prepare', side_effect=say.PrepareError('patch 0002 fails')):
                 rc = run.main(['--out', str(Path(tmp) / 'out')])
             self.assertEqual(rc, 1)
             v, _ = verdict.read_json(Path(tmp) / 'out' / 'verdict.json')

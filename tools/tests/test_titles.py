@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import List
 from unittest import mock
 
-from cpuhpk import merge, outputs, page, run, verdict
+from cpuhpk import judging, merge, outputs, page, run, verdict
 from tests import test_whole_console as whole
 from tests.recorded import run_default_expectations
 
@@ -121,7 +121,7 @@ class OutputsTest(unittest.TestCase):
         logs = [p for p in v.problems if p.category == 'kernel-log']
         self.assertEqual(len(logs), 30)
         quoted = [p for p in logs if p.detail.startswith('WARNING: CPU: 1 PID: 1234')]
-        self.assertEqual(len(quoted), verdict.QUOTED_ALIKE)
+        self.assertEqual(len(quoted), judging.QUOTED_ALIKE)
         self.assertTrue(all(p.detail.startswith('(the same report as in cpuhp_rollback.')
                             for p in logs if p not in quoted))
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import hygiene, junit, ktap, kunitjson, outputs, run, tree, verdict
+from cpuhpk import hygiene, judging, junit, ktap, kunitjson, kunitspec, outputs, run, say, verdict
 from tests.recorded import derailed_expectations, run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -39,7 +39,7 @@ def judge(console: List[str], userspace: bool = True,
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / 'console.log'
         path.write_text('\n'.join(console) + '\n')
-        return verdict.judge_console(ktap.read_console(path), exp)[2]
+        return judging.judge_console(ktap.read_console(path), exp)[2]
 
 
 def at(console: List[str], text: str) -> int:
@@ -104,7 +104,7 @@ class ConsolesOnceGreenTest(unittest.TestCase):
         i = at(console, CASE)
         console = console[:i] + UBSAN + console[i:]
         exp = run_default_expectations('', dict(CONTEXT), userspace=True)
-        _, root, v = verdict.judge_console(ktap.Console(lines=console), exp)
+        _, root, v = judging.judge_console(ktap.Console(lines=console), exp)
         tc = next(c for c in junit.junit(root, v).getroot().iter('testcase')
                   if c.get('name') == 'cpuhp_rollback_down_fails')
         failure = tc.find('failure')
@@ -284,7 +284,7 @@ class KunitPyAgreementTest(unittest.TestCase):
     def verdict_of(self, name: str, kver: str) -> verdict.Verdict:
         context = dict(CONTEXT, kver=kver)
         exp = run_default_expectations('', context, userspace=True)
-        return verdict.judge_console(ktap.read_console(DATA / name), exp)[2]
+        return judging.judge_console(ktap.read_console(DATA / name), exp)[2]
 
     def test_recorded_runs_agree(self) -> None:
         for kver in ('6.12', '6.1'):
@@ -298,8 +298,8 @@ class KunitPyAgreementTest(unittest.TestCase):
         # 6.1's KUnit printed an empty line after each parameter block's
         # header (src/6.1/0008 before this fix): kunit.py read every
         # parameterised case as crashed, while we read them passed.
-        v = verdict.judge_console(ktap.read_console(DATA / 'first_default_6.1_console.log'),
-                                  verdict.Expectations())[2]
+        v = judging.judge_console(ktap.read_console(DATA / 'first_default_6.1_console.log'),
+                                  kunitspec.Expectations())[2]
         differ = kunitjson.kunit_py_disagreements(DATA / 'first_default_6.1_kunit_py.json', v)
         self.assertGreaterEqual(len(differ), 43)
         self.assertTrue(any('kunit.py (absent), ours PASS' in d for d in differ))
@@ -340,7 +340,7 @@ class KunitPyDerailedTest(unittest.TestCase):
         kunit_py.write_text(fake_kunit_py)
         exp = derailed_expectations('', dict(self.CONTEXT), userspace=True)
         logged: List[str] = []
-        with mock.patch.object(tree, 'log', logged.append):
+        with mock.patch.object(say, 'log', logged.append):
             _, v = outputs.judge(out, out / 'console.log', exp, 1, None, 600,
                              'Starting KUnit Kernel', out / 'results.json', kunit_py)
         return out, v, logged
@@ -411,7 +411,7 @@ class KunitPyDerailedTest(unittest.TestCase):
         kunit_py.write_text(self.replays(out / 'ktap_only.json'))
         exp = outputs.expectations('cpuhp_rollback.cpuhp_rollback_down_fails', dict(CONTEXT))
         logged: List[str] = []
-        with mock.patch.object(tree, 'log', logged.append):
+        with mock.patch.object(say, 'log', logged.append):
             _, v = outputs.judge(out, out / 'console.log', exp, 1, None, 600,
                              'Starting KUnit Kernel', out / 'results.json', kunit_py)
         self.assertEqual(v.problems, [])
@@ -451,7 +451,7 @@ class RecordedMaskingTest(unittest.TestCase):
     def test_the_second_failure_is_red_and_the_known_one_listed(self) -> None:
         context = dict(CONTEXT, kver='6.1')
         exp = run_default_expectations('', context, userspace=True)
-        v = verdict.judge_console(ktap.read_console(DATA / 'freeze_break_6.1_console.log'),
+        v = judging.judge_console(ktap.read_console(DATA / 'freeze_break_6.1_console.log'),
                                   exp)[2]
         case = 'cpuhp_rollback.cpuhp_rollback_freeze_fails'
         self.assertEqual(problems(v), [('kernel-log', case, 'warning')])
