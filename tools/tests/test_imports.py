@@ -23,9 +23,6 @@ from typing import Dict, List, Optional, Set
 PACKAGE = 'cpuhpk'
 SOURCES = Path(__file__).resolve().parents[1] / PACKAGE
 MAX_LINES = 500
-# Temporary exemptions: run.py and series.py are being split by job on another
-# branch; once that split is merged, this set is emptied.
-OVER_MAX_LINES = {'run.py', 'series.py'}
 
 
 @dataclass(frozen=True)
@@ -151,13 +148,10 @@ def too_long(files: List[Path], limit: int = MAX_LINES) -> List[str]:
 
 class ModuleSizeTest(unittest.TestCase):
     def test_no_module_over_max_lines(self) -> None:
-        files = [p for p in sorted(SOURCES.glob('*.py')) if p.name not in OVER_MAX_LINES]
+        files = sorted(SOURCES.glob('*.py'))
         self.assertGreater(len(files), 20)
         self.assertEqual(too_long(files), [], f'split these modules of tools/{PACKAGE}/ by job '
                          f'(at most {MAX_LINES} lines each)')
-
-    def test_the_exemptions_still_exist(self) -> None:
-        self.assertEqual([n for n in sorted(OVER_MAX_LINES) if not (SOURCES / n).is_file()], [])
 
     def test_too_long_names_the_offenders(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
