@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import kunitspec, verdict
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
-
-REPO = Path(__file__).resolve().parents[2]
 
 SPEEDS = ('unset', 'very_slow', 'slow', 'normal')     # enum kunit_speed, in order
 ATTR_OPS = ('<=', '>=', '!=', '<', '>', '=')

@@ -36,9 +36,9 @@ if __package__ in (None, ''):
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
 from cpuhpk import cache, execute, mutate, proc, say, tree, usertree, verdict  # noqa: E402
+from cpuhpk.paths import REPO  # noqa: E402
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 STEPS_LOG = 'steps.log'
 

@@ -33,16 +33,10 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import arch, cache, execute, gcov, guest, outputs, runspec, say, tree, verdict
+from cpuhpk.gcov import FileCov, pct
+from cpuhpk.runspec import RunSpec
 
-from cpuhpk import (arch, cache, execute, gcov, guest, outputs, runspec, say, tree,  # noqa: E402
-                    verdict)
-from cpuhpk.gcov import FileCov, pct  # noqa: E402
-from cpuhpk.runspec import RunSpec  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 # What the boots that only differ by a boot-time argument run: the sysfs
 # test (about 25 s each instead of 60 with the suites).
 TOPOLOGY_FILTERS = {'nosmt': 'cpuhp_sysfs.*', 'nosmt-force': 'cpuhp_sysfs.*'}

@@ -24,7 +24,8 @@ from typing import Dict, Optional
 
 from cpuhpk import (arch, attrs, buildstamp, cache, gcov, guest, hostctl, isolation, knobs, ktap,
                     kunitcmd, outputs, packages, page, proc, runspec, say, tree, usertree, verdict)
-from cpuhpk.runspec import REPO, RunSpec
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
 
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
 # with a wide margin: the kernel's own run has its own timeout (--timeout).

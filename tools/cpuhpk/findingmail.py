@@ -1,6 +1,6 @@
 """`make finding-mails`: the findings as the plain-text mails a maintainer reads.
 
-    findingmail.py --kver 6.12 [--author 'Name <email>'] 14 10 04
+    python3 -m cpuhpk finding-mails --kver 6.12 [--author 'Name <email>'] 14 10 04
 
 For each finding number, reads its report (Documentation/findings/NN-*.md)
 and the fix it names (src/<KVER>/fixes/NNNN, in the form posted on the
@@ -26,12 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cpuhpk import cache, fixseries, seriesmake, seriesplan, tree
+from cpuhpk.paths import REPO
 
-from cpuhpk import cache, fixseries, seriesmake, seriesplan, tree  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 FINDINGS = REPO / 'Documentation' / 'findings'
 DEFAULT = ('14', '10', '04')
 # The header lines every report opens with, under its title.

@@ -39,14 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import cache, kunitspec, say, series, seriesmake, seriesplan, seriesreport, tree
+from cpuhpk.paths import REPO
 
-from cpuhpk import (cache, kunitspec, say, series, seriesmake, seriesplan,  # noqa: E402
-                    seriesreport, tree)
-
-REPO = Path(__file__).resolve().parents[2]
 STABLE = 'stable@vger.kernel.org'
 # A kernel the fixes' files are built in: the touched code is under
 # CONFIG_SMP and CONFIG_HOTPLUG_CPU (kernel/cpu.c) or CONFIG_HIBERNATION

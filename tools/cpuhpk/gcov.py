@@ -23,19 +23,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import zlib
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import arch, hygiene, ktap, say
+from cpuhpk.paths import REPO
 
-from cpuhpk import arch, hygiene, ktap, say  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 # What the coverage reports need.
 PACKAGES = ('lcov',)
 FILES = ('kernel/cpu.c', 'kernel/time/timekeeping.c')

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from cpuhpk import arch, hygiene, ktap, kunitspec
+from cpuhpk.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 # What the initramfs needs (bash-static: the selftest anchor).
 PACKAGES = ('bash-static', 'busybox-static', 'cpio')
 

@@ -36,11 +36,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, List, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
-
-from cpuhpk import ktap, reports  # noqa: E402
+from cpuhpk import ktap, reports
 
 EXPECT_BEGIN = re.compile(r'cpuhp_kunit: expect report: (.+?)\s*$')
 EXPECT_END = re.compile(r'cpuhp_kunit: expect end\b')

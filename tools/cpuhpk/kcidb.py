@@ -23,8 +23,9 @@ if __package__ in (None, ''):
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
 from cpuhpk import kcidbrun  # noqa: E402
+from cpuhpk.paths import REPO  # noqa: E402
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / 'kcidb' / 'kcidb-io-schema-v5.3.json'
+SCHEMA_PATH = REPO / 'tools' / 'kcidb' / 'kcidb-io-schema-v5.3.json'
 # The report's object lists, parents first (the schema's graph).
 LISTS = ('checkouts', 'builds', 'tests', 'issues', 'incidents')
 

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import arch, attrs, debian, hostctl, knobs, say, tree
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec, two_threads
-
-REPO = Path(__file__).resolve().parents[2]
 
 # Kernel arguments: reboot (and so end QEMU, -no-reboot) at once on a panic
 # instead of waiting for the timeout.

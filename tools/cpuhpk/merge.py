@@ -39,11 +39,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
-
-from cpuhpk import cache, junit, kcidb, kcidbrun, page, say, verdict  # noqa: E402
+from cpuhpk import cache, junit, kcidb, kcidbrun, page, say, verdict
 
 MERGE_SUITE = 'cpuhp-kunit merge'
 # lcov's SF: paths name the tree where the job built: <...>/linux-<version>/<file>.

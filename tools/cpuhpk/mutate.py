@@ -36,15 +36,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
-
-from cpuhpk import (arch, cache, execute, junit, mutant_guests, proc, runspec, say,  # noqa: E402
+from cpuhpk import (arch, cache, execute, junit, mutant_guests, proc, runspec, say,
                     tree, usertree, verdict)
-from cpuhpk.runspec import RunSpec  # noqa: E402
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
 
-REPO = Path(__file__).resolve().parents[2]
 RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
 # What a test gives: these categories kill a mutant. 'build' makes it invalid;
 # the others (prepare, console, interrupted, ...) say the run itself failed.

@@ -21,7 +21,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import (arch, attrs, decode, guest, isolation, judging, junit, kcidb, kcidbrun, ktap,
                     kunitjson, kunitspec, page, runspec, say, seriesplan, states, tree, verdict)
-from cpuhpk.runspec import REPO, RunSpec
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
 
 EXPECTED_SKIPS = REPO / 'kunit' / 'expected-skips'
 

@@ -31,13 +31,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import cache, execute, gcov, guest, hygiene, kunitcmd, packages, say, tree
+from cpuhpk.paths import REPO
 
-from cpuhpk import cache, execute, gcov, guest, hygiene, kunitcmd, packages, say, tree  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / 'tools' / 'tests' / 'data' / 'reports'
 MARK = 'cpuhp-kunit: provoke '
 END = 'cpuhp-kunit: provoke end'

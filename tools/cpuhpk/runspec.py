@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 from cpuhpk import arch, say, tree, usertree
+from cpuhpk.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 # The CPUs a run boots with (make SMP=): the count make test is judged at.
 DEFAULT_SMP = 4
 # The guest's CPU topologies (make TOPOLOGY=); kunitcmd.smp_arg() says what each boots.

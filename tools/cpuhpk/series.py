@@ -29,18 +29,12 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
-
-from cpuhpk import (arch, cache, outputs, packages, proc, say, seriesplan, tree,  # noqa: E402
-                    verdict)
-from cpuhpk.runspec import RunSpec  # noqa: E402
-from cpuhpk.seriesmake import (BASE_TREE, cpus, git, identity, make_series,  # noqa: E402
+from cpuhpk import arch, cache, outputs, packages, proc, say, seriesplan, tree, verdict
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
+from cpuhpk.seriesmake import (BASE_TREE, cpus, git, identity, make_series,
                                pristine_commit, run_command, scratch, signer)
-from cpuhpk.seriesreport import Report  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
+from cpuhpk.seriesreport import Report
 
 # make series-check: every prefix of every series builds with BASE_CONFIG
 # (a tinyconfig kernel with the suites: =m where tristate; without

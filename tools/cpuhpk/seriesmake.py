@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import cache, say, seriesplan, tree
+from cpuhpk.paths import REPO
 from cpuhpk.seriesreport import Report
 
-REPO = Path(__file__).resolve().parents[2]
 # The patches carry this identity until a user's replaces it.
 PLACEHOLDER = 'dev@cpuhp-kunit.example'
 # The pristine commit: the tree of the tarball under a fixed identity and

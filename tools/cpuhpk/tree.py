@@ -25,6 +25,7 @@ if __package__ in (None, ''):
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
 from cpuhpk import cache, packages, say  # noqa: E402
+from cpuhpk.paths import REPO  # noqa: E402
 
 # Debian packages the build and the QEMU run need, besides linux-source-<KVER>.
 BUILD_PACKAGES = (
@@ -406,7 +407,7 @@ def main(argv: Sequence[str]) -> int:
     import argparse
     ap = argparse.ArgumentParser(description='Prepare the cached kernel tree.')
     ap.add_argument('--kver', default='6.12')
-    ap.add_argument('--repo', type=Path, default=Path(__file__).resolve().parents[2])
+    ap.add_argument('--repo', type=Path, default=REPO)
     ap.add_argument('--path', action='store_true',
                     help='only print where the tree is; check and change nothing')
     args = ap.parse_args(argv)

@@ -32,15 +32,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import bisect, cache, execute, junit, outputs, say, tree, usertree, verdict
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
 
-from cpuhpk import (bisect, cache, execute, junit, outputs, say, tree, usertree,  # noqa: E402
-                    verdict)
-from cpuhpk.runspec import RunSpec  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 MUTANT = REPO / 'mutants' / 'install-no-rollback.patch'
 FILTER = 'cpuhp_install.*'
 OUT = REPO / 'out' / 'tree-test'

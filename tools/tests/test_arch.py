@@ -9,8 +9,9 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import (arch, coverage, execute, gcov, guest, kunitcmd, mutate, packages, run, runspec,
-                    say, series, tree)
+from cpuhpk import (arch, coverage, execute, gcov, guest, kunitcmd, mutate, packages, run, say,
+                    series, tree)
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 from tests.test_run import out_name
 
@@ -47,7 +48,7 @@ class ArchTest(unittest.TestCase):
 
     def test_fragments_add_the_architecture_s_own(self) -> None:
         """x86_64's hypervisor guest and PCI lines come from kconfigs/x86_64/."""
-        k = runspec.REPO / 'kconfigs'
+        k = REPO / 'kconfigs'
         self.assertEqual(kunitcmd.fragments('default', '6.12'),
                          [k / 'default.config', k / 'x86_64' / 'default.config'])
         self.assertEqual(kunitcmd.fragments('default', '6.12', 'arm64'), [k / 'default.config'])

@@ -16,6 +16,7 @@ from typing import List, Optional
 
 from cpuhpk import (arch, coverage, execute, gcov, guest, hygiene, kunitspec, outputs, runspec, say,
                     verdict)
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 
 INFO = """SF:/src/kernel/cpu.c
@@ -282,7 +283,7 @@ class GuestTest(unittest.TestCase):
             return text
 
     def test_all_cases_without_a_filter(self) -> None:
-        cases = kunitspec.declared_cases(gcov.REPO / 'kunit', userspace=True)['cpuhp_sysfs']
+        cases = kunitspec.declared_cases(REPO / 'kunit', userspace=True)['cpuhp_sysfs']
         self.assertEqual(guest.userspace_cases(''), cases)
         self.assertIn(f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}\n", self.init_of(''))
 

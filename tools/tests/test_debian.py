@@ -7,7 +7,8 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, debian, kunitcmd, packages, runspec, say, tree
+from cpuhpk import arch, debian, kunitcmd, packages, say, tree
+from cpuhpk.paths import REPO
 
 
 class BuiltinOnlyTest(unittest.TestCase):
@@ -23,9 +24,9 @@ class BuiltinOnlyTest(unittest.TestCase):
     def test_the_debian_kernel_builds_on_debian_config(self) -> None:
         """debian.config replaces default.config; other fragments still add."""
         self.assertEqual(kunitcmd.fragments('debian', '6.12'),
-                         [runspec.REPO / 'kconfigs/debian.config'])
+                         [REPO / 'kconfigs/debian.config'])
         self.assertEqual(kunitcmd.fragments('debian+debug', '6.1'),
-                         [runspec.REPO / 'kconfigs' / f'{n}.config' for n in ('debian', 'debug')])
+                         [REPO / 'kconfigs' / f'{n}.config' for n in ('debian', 'debug')])
 
     def test_a_missing_flavour_names_the_ones_there(self) -> None:
         with tempfile.TemporaryDirectory() as d:

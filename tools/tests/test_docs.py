@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from cpuhpk import __main__ as cli
+from cpuhpk.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 LINK = re.compile(r'(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)')
 CODE = re.compile(r'`[^`\n]*`')
 HEADING = re.compile(r'^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$')

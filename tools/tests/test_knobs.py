@@ -27,7 +27,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from unittest import mock
 
 from cpuhpk import (arch, attrs, buildstamp, execute, gcov, guest, isolation, judging, knobs, ktap,
-                    kunitcmd, kunitspec, outputs, packages, proc, run, runspec, say, tree, verdict)
+                    kunitcmd, kunitspec, outputs, packages, proc, run, say, tree, verdict)
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 from tests.recorded import run_default_expectations
 from tests.test_run import fake_tree as build_inputs_tree
@@ -415,7 +416,7 @@ class ToolchainTest(unittest.TestCase):
 def slow_cases() -> Dict[str, List[str]]:
     """suite -> its KUNIT_CASE_SLOW() cases, read from kunit/ plainly."""
     out: Dict[str, List[str]] = {}
-    for src in sorted((runspec.REPO / 'kunit').glob('*_kunit.c')):
+    for src in sorted((REPO / 'kunit').glob('*_kunit.c')):
         text = src.read_text()
         for array in kunitspec.CASE_ARRAY.finditer(text):
             slow = re.findall(r'KUNIT_CASE_SLOW\(\s*(\w+)', array.group(2))
@@ -511,7 +512,7 @@ class FilterAttrTest(unittest.TestCase):
     """What FILTER_ATTR leaves out is not asked for: never 'missing'."""
 
     def test_speed_above_slow_leaves_out_the_slow_cases(self) -> None:
-        declared = kunitspec.declared_cases(runspec.REPO / 'kunit', userspace=True)
+        declared = kunitspec.declared_cases(REPO / 'kunit', userspace=True)
         self.assertTrue(slow_cases())
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>slow'), slow_cases())
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>=slow'), {})

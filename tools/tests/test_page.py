@@ -24,10 +24,10 @@ from typing import List
 from unittest import mock
 
 from cpuhpk import merge, outputs, page, run
+from cpuhpk.paths import REPO
 from tests import test_whole_console as whole
 from tests.recorded import run_default_expectations
 
-REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / 'out' / 'page-test'
 CHROMIUM = ('chromium', '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
             '--no-first-run', '--disable-background-networking', '--disable-component-update',

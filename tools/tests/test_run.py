@@ -19,6 +19,7 @@ from unittest import mock
 
 from cpuhpk import (arch, buildstamp, execute, kunitcmd, kunitjson, mutate, outputs, proc, run,
                     runspec, say, tree, verdict)
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 from tests.recorded import expectations as recorded_expectations
 
@@ -372,23 +373,23 @@ class CommandTest(unittest.TestCase):
         self.assertIn('--qemu_config=/q.py', cmd)
         self.assertNotIn('--arch=x86_64', cmd)
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={runspec.REPO}/kconfigs/default.config',
-                          f'--kunitconfig={runspec.REPO}/kconfigs/x86_64/default.config',
-                          f'--kunitconfig={runspec.REPO}/kconfigs/debug.config'])
+                         [f'--kunitconfig={REPO}/kconfigs/default.config',
+                          f'--kunitconfig={REPO}/kconfigs/x86_64/default.config',
+                          f'--kunitconfig={REPO}/kconfigs/debug.config'])
 
     def test_fragments_combine_in_order(self) -> None:
         """CONFIG=a+b: default, a, b; a series' own addition follows its fragment."""
         cmd = self.command('--config', 'rt+debug')
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={runspec.REPO}/kconfigs/{n}.config'
+                         [f'--kunitconfig={REPO}/kconfigs/{n}.config'
                           for n in ('default', 'x86_64/default', 'rt', 'debug')])
         cmd = self.command('--config', 'sanitizers')
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={runspec.REPO}/kconfigs/{n}.config'
+                         [f'--kunitconfig={REPO}/kconfigs/{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers',
                                     '6.12/sanitizers')])
         self.assertEqual(kunitcmd.fragments('sanitizers', '6.1'),
-                         [runspec.REPO / 'kconfigs' / f'{n}.config'
+                         [REPO / 'kconfigs' / f'{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers')])
         for bad in ('rt+', 'nosuch', 'rt+nosuch'):
             with self.assertRaisesRegex(say.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
@@ -443,23 +444,23 @@ class CommandTest(unittest.TestCase):
             self.assertEqual(mutate.mutant_set(m, '6.12'), [m / 'a.patch', m / 'b.patch'])
             self.assertEqual(mutate.mutant_set(m, '6.12', 'arm64'),
                              [m / 'a.patch', m / 'arm64' / 'b.patch'])
-        real = mutate.mutant_set(mutate.REPO / 'mutants', '6.12', 'arm64')
-        self.assertIn(mutate.REPO / 'mutants' / 'arm64' / 'target-up-past-ap-target.patch', real)
-        self.assertEqual(len(real), len(mutate.mutant_set(mutate.REPO / 'mutants', '6.12')))
+        real = mutate.mutant_set(REPO / 'mutants', '6.12', 'arm64')
+        self.assertIn(REPO / 'mutants' / 'arm64' / 'target-up-past-ap-target.patch', real)
+        self.assertEqual(len(real), len(mutate.mutant_set(REPO / 'mutants', '6.12')))
 
     def test_an_overridden_mutant_keeps_its_shard(self) -> None:
         """Shards 1-2 of arm64's first set ran before mutants/arm64/ existed and
         3 after: sorted by path, the override moved every mutant after it."""
-        m = mutate.REPO / 'mutants'
+        m = REPO / 'mutants'
         for i in range(1, 5):
             x86 = [p.name for p in mutate.shard(mutate.mutant_set(m, '6.12'), f'{i}/4')]
             arm = [p.name for p in mutate.shard(mutate.mutant_set(m, '6.12', 'arm64'), f'{i}/4')]
             self.assertEqual(x86, arm)
 
     def test_repository_mutants_apply_per_series(self) -> None:
-        names = {p.stem for p in mutate.mutant_set(mutate.REPO / 'mutants', '6.1')}
+        names = {p.stem for p in mutate.mutant_set(REPO / 'mutants', '6.1')}
         self.assertNotIn('crosststamp-base-offset-dropped', names)
-        self.assertEqual(len(names) + 1, len(mutate.mutant_set(mutate.REPO / 'mutants', '6.12')))
+        self.assertEqual(len(names) + 1, len(mutate.mutant_set(REPO / 'mutants', '6.12')))
 
     def test_mutant_timeout_from_the_unmutated_run(self) -> None:
         """A fixed 60 s was below the sanitizer kernel's own time in QEMU:

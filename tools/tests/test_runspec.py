@@ -17,6 +17,7 @@ from typing import Any, Callable, List
 from unittest import mock
 
 from cpuhpk import execute, outputs, proc, runspec, usertree
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 
 EVERY_KNOB = RunSpec(
@@ -67,9 +68,9 @@ class RoundTripTest(unittest.TestCase):
 
 class DerivedTest(unittest.TestCase):
     def test_output_dir(self) -> None:
-        self.assertEqual(RunSpec().output_dir(), runspec.REPO / 'out' / '6.12')
+        self.assertEqual(RunSpec().output_dir(), REPO / 'out' / '6.12')
         self.assertEqual(RunSpec(console=Path('c')).output_dir(),
-                         runspec.REPO / 'out' / 'judge')
+                         REPO / 'out' / 'judge')
         self.assertEqual(RunSpec(out=Path('/x'), console=Path('c')).output_dir(), Path('/x'))
         self.assertEqual(RunSpec(config='debug', smp=2, topology='smt', fixes=True,
                                  arch='arm64').output_dir().name,

@@ -15,9 +15,8 @@ from typing import Dict, List
 from unittest import mock
 
 from cpuhpk import outputs, series, seriesmake, seriesplan, seriesreport, tree
+from cpuhpk.paths import REPO
 from tests import recorded
-
-REPO = Path(__file__).resolve().parents[2]
 
 SOURCE = '''#include <kunit/test.h>
 #include <linux/version.h>

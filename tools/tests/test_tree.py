@@ -11,8 +11,7 @@ from pathlib import Path
 from unittest import mock
 
 from cpuhpk import cache, packages, say, tree
-
-REPO = Path(__file__).resolve().parents[2]
+from cpuhpk.paths import REPO
 
 
 def sh(cwd: Path, *args: str) -> str:

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from cpuhpk import judging, junit, ktap, kunitspec, verdict
+from cpuhpk.paths import REPO
 from tests import recorded
 
 DATA = Path(__file__).parent / 'data'
-REPO = Path(__file__).resolve().parents[2]
 KUNIT = REPO / 'kunit'
 # Debian's python3-junitparser: a real JUnit consumer, not our own reader.
 junitparser: Any = importlib.import_module('junitparser')
