@@ -139,34 +139,28 @@ def read_job(d: Path) -> Job:
 
 
 def merge_junit(jobs: Sequence[Job], problems: Sequence[str]) -> ET.ElementTree:
-    top = ET.Element('testsuites')
+    suites: List[ET.Element] = []
     for job in jobs:
         path = job.path / 'junit.xml'
         try:
             src = ET.parse(path).getroot()
         except (OSError, ET.ParseError) as e:
-            suite = ET.SubElement(top, 'testsuite', name=f'{job.label}: {MERGE_SUITE}')
-            tc = ET.SubElement(suite, 'testcase', classname=job.label, name='junit.xml')
-            ET.SubElement(tc, 'error', message=junit.clean(f'{path}: {e}'))
+            suites.append(junit.checks_suite(f'{job.label}: {MERGE_SUITE}', [junit.Check(
+                'junit.xml', 'error', f'{path}: {e}', classname=job.label)]))
             continue
         for suite in src.iter('testsuite'):
             suite.set('name', f"{job.label}: {suite.get('name', '')}")
             for tc in suite.iter('testcase'):
                 tc.set('classname', f"{job.label}: {tc.get('classname', '')}")
-            top.append(suite)
+            suites.append(suite)
     if problems:
-        suite = ET.SubElement(top, 'testsuite', name=MERGE_SUITE)
-        for i, p in enumerate(problems, 1):
-            tc = ET.SubElement(suite, 'testcase', classname=MERGE_SUITE, name=f'problem {i}')
-            ET.SubElement(tc, 'error', message=junit.clean(p))
-    for suite in top.iter('testsuite'):
-        suite.set('tests', str(len(suite.findall('testcase'))))
-        for key, tag in (('failures', 'failure'), ('errors', 'error'), ('skipped', 'skipped')):
-            suite.set(key, str(len(suite.findall(f'testcase/{tag}'))))
-    for key in ('tests', 'failures', 'errors', 'skipped'):
-        top.set(key, str(sum(int(s.get(key, '0')) for s in top.iter('testsuite'))))
-    ET.indent(top)
-    return ET.ElementTree(top)
+        suites.append(junit.checks_suite(MERGE_SUITE, [
+            junit.Check(f'problem {i}', 'error', p, classname=MERGE_SUITE)
+            for i, p in enumerate(problems, 1)]))
+    for suite in suites:
+        for each in suite.iter('testsuite'):
+            junit.count(each)
+    return junit.document(suites, tuple(junit.COUNTS))
 
 
 def mutant_sets(jobs: Sequence[Job]) -> Tuple[List[str], List[str]]:

@@ -160,10 +160,6 @@ def run_one(patch: Path, t: tree.Tree, guests: Dict[str, RunSpec], out: Path,
                                lines=lines, runs=runs)
 
 
-# The verdicts that fail a mutant's testcase; the others but killed are errors.
-FAILING = ('survived', 'not-covered')
-
-
 def guests_run(o: Outcome) -> str:
     """'flat survived 41 s, smt killed 55 s': the guests that ran @o, in order."""
     return ', '.join(f'{r.guest} {r.verdict} {r.seconds:.0f} s' for r in o.runs)
@@ -179,28 +175,21 @@ def note(o: Outcome) -> str:
 def report_junit(outcomes: Sequence[Outcome]) -> ET.ElementTree:
     """One testcase per mutant: killed passes, survived and not covered
     fail, the rest are errors."""
-    top = ET.Element('testsuites')
-    suite = ET.SubElement(top, 'testsuite', name='mutants')
+    checks = []
     for o in outcomes:
-        tc = ET.SubElement(suite, 'testcase', classname=f'mutants.{o.road or "none"}',
-                           name=o.mutant, time=f'{o.seconds:.1f}')
         ran = f' (guests run: {guests_run(o)})' if o.runs else ''
         if o.verdict == 'survived':
-            ET.SubElement(tc, 'failure', message=junit.clean(f'survived: {o.promise}{ran}'))
+            status, message, text = 'failed', f'survived: {o.promise}{ran}', ''
         elif o.verdict == 'not-covered':
-            ET.SubElement(tc, 'failure', message=junit.clean(f'not covered: {o.by}'))
+            status, message, text = 'failed', f'not covered: {o.by}', ''
         elif o.verdict != 'killed':
-            ET.SubElement(tc, 'error', message=junit.clean(f'{o.verdict}: {o.by}{ran}')).text = \
-                junit.clean(o.detail) or None
+            status, message, text = 'error', f'{o.verdict}: {o.by}{ran}', o.detail
         else:
-            ET.SubElement(tc, 'system-out').text = junit.clean(
-                f'killed on the {o.guest} guest by {o.by}{ran}')
-    for el in (suite, top):
-        el.set('tests', str(len(outcomes)))
-        el.set('failures', str(sum(o.verdict in FAILING for o in outcomes)))
-        el.set('errors', str(sum(o.verdict not in (*FAILING, 'killed') for o in outcomes)))
-    ET.indent(top)
-    return ET.ElementTree(top)
+            status, message, text = 'passed', '', f'killed on the {o.guest} guest by {o.by}{ran}'
+        checks.append(junit.Check(o.mutant, status, message, text,
+                                  classname=f'mutants.{o.road or "none"}', seconds=o.seconds))
+    return junit.document([junit.checks_suite('mutants', checks)],
+                          totals=('tests', 'failures', 'errors'))
 
 
 def main(argv: Sequence[str]) -> int:

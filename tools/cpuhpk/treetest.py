@@ -28,7 +28,6 @@ import os
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
 
@@ -300,18 +299,12 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
 
 
 def write_junit(results: Sequence[Check], path: Path) -> None:
-    top = ET.Element('testsuites')
-    suite = ET.SubElement(top, 'testsuite', name='tree-test', tests=str(len(results)),
-                          failures=str(sum(not c.ok for c in results)))
-    for c in results:
-        tc = ET.SubElement(suite, 'testcase', classname='tree-test', name=c.name,
-                           time=f'{c.seconds:.1f}')
-        if not c.ok:
-            ET.SubElement(tc, 'failure', message=junit.clean(c.detail))
-        else:
-            ET.SubElement(tc, 'system-out').text = junit.clean(c.detail)
-    ET.indent(top)
-    ET.ElementTree(top).write(path, encoding='utf-8', xml_declaration=True)
+    checks = [junit.Check(c.name, 'passed', text=c.detail, classname='tree-test',
+                          seconds=c.seconds) if c.ok else
+              junit.Check(c.name, 'failed', c.detail, classname='tree-test', seconds=c.seconds)
+              for c in results]
+    junit.save(path, junit.document([junit.checks_suite('tree-test', checks,
+                                                        counted=('tests', 'failures'))]))
 
 
 def main(argv: Sequence[str]) -> int:
