@@ -24,10 +24,11 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-TOOLS = Path(__file__).resolve().parents[1]
+from cpuhpk.paths import REPO
+
+TOOLS = REPO / 'tools'
 
 
 @dataclass(frozen=True)

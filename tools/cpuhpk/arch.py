@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-from cpuhpk import tree
+from cpuhpk import cache, packages, say
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,7 @@ def get(name: str) -> Arch:
     try:
         return ARCHES[name]
     except KeyError:
-        raise tree.PrepareError(f'ARCH={name}: not known (known: {" ".join(ARCHES)})') from None
+        raise say.PrepareError(f'ARCH={name}: not known (known: {" ".join(ARCHES)})') from None
 
 
 def make_arguments(a: Arch) -> List[str]:
@@ -89,14 +89,14 @@ def ensure_foreign(a: Arch) -> None:
     res = _apt('dpkg', '--print-foreign-architectures')
     if a.deb in res.stdout.split():
         return
-    tree.log(f'adding the Debian architecture {a.deb} (dpkg --add-architecture) for the '
-             'initramfs\'s binaries')
+    say.log(f'adding the Debian architecture {a.deb} (dpkg --add-architecture) for the '
+            'initramfs\'s binaries')
     for args in (('dpkg', '--add-architecture', a.deb), ('apt-get', 'update', '-qq')):
         res = _apt(*args)
         if res.returncode != 0:
             tail = ' '.join((res.stderr or res.stdout).strip().splitlines()[-1:])
-            raise tree.PrepareError(f"'{' '.join(args)}' failed: {tail}"
-                                    + (' (not root?)' if 'ermission' in tail else ''))
+            raise say.PrepareError(f"'{' '.join(args)}' failed: {tail}"
+                                   + (' (not root?)' if 'ermission' in tail else ''))
 
 
 def static_binary(a: Arch, package: str, member: str) -> Path:
@@ -107,13 +107,13 @@ def static_binary(a: Arch, package: str, member: str) -> Path:
     downloaded and unpacked into the cache, per version.
     """
     if a.name == HOST:
-        tree.ensure_packages([package])
+        packages.ensure_packages([package])
         return Path('/') / member
     ensure_foreign(a)
-    version = tree.candidate(f'{package}:{a.deb}')
+    version = packages.candidate(f'{package}:{a.deb}')
     if version is None:
-        raise tree.PrepareError(f'apt has no {package}:{a.deb} (apt-get update?)')
-    dest = tree.cache_root() / f'userland-{a.deb}' / f'{package}_{version.replace(":", "%")}'
+        raise say.PrepareError(f'apt has no {package}:{a.deb} (apt-get update?)')
+    dest = cache.cache_root() / f'userland-{a.deb}' / f'{package}_{version.replace(":", "%")}'
     if (dest / member).is_file():
         return dest / member
     # Not tempfile: run as a script, tools/cpuhpk/ comes first on sys.path and
@@ -127,14 +127,14 @@ def static_binary(a: Arch, package: str, member: str) -> Path:
         debs = list(tmp.glob('*.deb'))
         if res.returncode != 0 or len(debs) != 1:
             tail = ' '.join((res.stderr or res.stdout).strip().splitlines()[-1:])
-            raise tree.PrepareError(f'apt-get download {package}:{a.deb} failed: {tail}')
+            raise say.PrepareError(f'apt-get download {package}:{a.deb} failed: {tail}')
         stage = tmp / 'x'
         subprocess.run(['dpkg-deb', '-x', str(debs[0]), str(stage)], check=True)
         if not (stage / member).is_file():
-            raise tree.PrepareError(f'{debs[0].name} has no {member}')
+            raise say.PrepareError(f'{debs[0].name} has no {member}')
         shutil.rmtree(dest, ignore_errors=True)
         stage.rename(dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    tree.log(f'{member} of {package}:{a.deb} {version} in {dest}')
+    say.log(f'{member} of {package}:{a.deb} {version} in {dest}')
     return dest / member

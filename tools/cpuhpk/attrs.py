@@ -23,10 +23,9 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import verdict
+from cpuhpk import kunitspec, verdict
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
-
-REPO = Path(__file__).resolve().parents[2]
 
 SPEEDS = ('unset', 'very_slow', 'slow', 'normal')     # enum kunit_speed, in order
 ATTR_OPS = ('<=', '>=', '!=', '<', '>', '=')
@@ -80,13 +79,13 @@ def _int_filter(val: int, op: str, want: int) -> bool:
 
 def declared_attributes(kunit_dir: Path) -> Dict[str, Tuple[int, bool, Dict[str, int]]]:
     """suite -> (its speed, is_init, case -> its speed), speeds as indices of
-    SPEEDS (0: unset), from the kunit/*_kunit.c sources (verdict.declared_cases()'s
+    SPEEDS (0: unset), from the kunit/*_kunit.c sources (kunitspec.declared_cases()'s
     suites and cases)."""
     out: Dict[str, Tuple[int, bool, Dict[str, int]]] = {}
     for src in sorted(kunit_dir.glob('*_kunit.c')):
         text = src.read_text(errors='replace')
         arrays: Dict[str, Dict[str, int]] = {}
-        for m in verdict.CASE_ARRAY.finditer(text):
+        for m in kunitspec.CASE_ARRAY.finditer(text):
             body = m.group(2)
             cases: Dict[str, int] = {}
             calls = list(CASE_CALL.finditer(body))
@@ -99,8 +98,8 @@ def declared_attributes(kunit_dir: Path) -> Dict[str, Tuple[int, bool, Dict[str,
         init_vars = {v.strip().lstrip('&') for m in INIT_SUITES.finditer(text)
                      for v in m.group(1).split(',')}
         for m in re.finditer(r'struct\s+kunit_suite\s+(\w+)\s*=\s*\{(.*?)\};', text, re.S):
-            name = verdict.SUITE_NAME.search(m.group(2))
-            cases_of = verdict.SUITE_CASES.search(m.group(2))
+            name = kunitspec.SUITE_NAME.search(m.group(2))
+            cases_of = kunitspec.SUITE_CASES.search(m.group(2))
             if name and cases_of and cases_of.group(1) in arrays:
                 speed = SPEED_SET.search(m.group(2))
                 out[name.group(1)] = (_speed(speed.group(1)) if speed else 0,
@@ -151,7 +150,7 @@ def attribute_left_out(cases: Dict[str, List[str]], filter_attr: str,
     return out
 
 
-def apply_attribute_filter(exp: verdict.Expectations, spec: RunSpec) -> List[str]:
+def apply_attribute_filter(exp: kunitspec.Expectations, spec: RunSpec) -> List[str]:
     """Narrow @exp to what FILTER_ATTR leaves in; the suite.case names it
     leaves out. Without FILTER_ACTION=skip those are not asked for (the
     kernel never runs them, nor a suite it leaves without a case); with it

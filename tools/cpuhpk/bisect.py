@@ -35,10 +35,10 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import execute, mutate, proc, tree, usertree, verdict  # noqa: E402
+from cpuhpk import cache, execute, mutate, proc, say, tree, usertree, verdict  # noqa: E402
+from cpuhpk.paths import REPO  # noqa: E402
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 STEPS_LOG = 'steps.log'
 
@@ -49,7 +49,7 @@ def out_base(name: str) -> Path:
 
 def bisect_repo(user: usertree.Resolved) -> Path:
     """The bare repository holding the bisection's state, borrowing the user's objects."""
-    bare = tree.cache_root() / f'bisect-{user.key}.git'
+    bare = cache.cache_root() / f'bisect-{user.key}.git'
     if not (bare / 'HEAD').is_file():
         bare.mkdir(parents=True, exist_ok=True)
         tree.git(bare, 'init', '-q', '--bare')
@@ -86,11 +86,11 @@ def run_step(args: argparse.Namespace, sha: str) -> Tuple[int, str]:
                                           Path(args.series) if args.series else None), REPO)
     out = out_base(user.name) / 'steps' / user.short
     try:
-        with tree.cache_lock(f'make bisect step {user.short}'):
+        with cache.cache_lock(f'make bisect step {user.short}'):
             usertree.prepare(user, REPO)
     except usertree.SeriesConflict as e:
         return SKIP, f'skipped: {e}'
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         return ABORT, f'cannot prepare: {e}'
     rc = execute.execute(RunSpec(tree=user.spec, smp=args.smp, filter=args.filter,
                                  config=args.config, timeout=args.timeout,
@@ -110,12 +110,12 @@ def step_main(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         code, why = run_step(args, sha)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         code, why = ABORT, str(e)
     line = f'{sha[:12]} exit {code} {time.monotonic() - started:.0f}s {why}'
     with open(Path(args.log), 'a') as f:
         f.write(line.replace('\n', ' ') + '\n')
-    tree.log(f'bisect step: {line}')
+    say.log(f'bisect step: {line}')
     return code
 
 
@@ -175,14 +175,14 @@ def bisect(args: argparse.Namespace) -> int:
     count = tree.git(bare, 'rev-list', '--count',
                      f'{good_user.sha}..{bad_user.sha}').stdout.strip()
     if good_user.sha == bad_user.sha or count == '0':
-        raise tree.PrepareError(f'GOOD={args.good} is not an ancestor of BAD={args.bad} '
-                                'with commits between them: nothing to bisect')
+        raise say.PrepareError(f'GOOD={args.good} is not an ancestor of BAD={args.bad} '
+                               'with commits between them: nothing to bisect')
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     log = base / STEPS_LOG
-    tree.log(f'bisecting {user.spec.path}: GOOD {good_user.short} "{good_user.subject}", '
-             f'BAD {bad_user.short} "{bad_user.subject}", {count} commit(s); '
-             f'FILTER={args.filter or "*"} CONFIG={args.config} SMP={args.smp}')
+    say.log(f'bisecting {user.spec.path}: GOOD {good_user.short} "{good_user.subject}", '
+            f'BAD {bad_user.short} "{bad_user.subject}", {count} commit(s); '
+            f'FILTER={args.filter or "*"} CONFIG={args.config} SMP={args.smp}')
     started = time.monotonic()
     step = [sys.executable, str(Path(__file__).resolve()), '--step',
             '--bisect-repo', str(bare), '--log', str(log), '--tree', str(spec.path),
@@ -196,7 +196,7 @@ def bisect(args: argparse.Namespace) -> int:
         child = subprocess.Popen(['git', *tree.GIT_IDENTITY, '-C', str(bare), 'bisect', 'run',
                                   *step], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, errors='replace', env=env,
-                                 pass_fds=tree.lock_fds(), start_new_session=True)
+                                 pass_fds=cache.lock_fds(), start_new_session=True)
         try:
             assert child.stdout is not None
             output = []
@@ -231,7 +231,7 @@ def bisect(args: argparse.Namespace) -> int:
     # The commit and its parent each need a verdict: whichever no step ran, run now.
     for sha, where in ((found, bad_dir), (parent, parent_dir)):
         if not (where / 'verdict.json').is_file():
-            tree.log(f'running {sha[:12]} for its verdict (no bisection step ran it)')
+            say.log(f'running {sha[:12]} for its verdict (no bisection step ran it)')
             code, why = run_step(args, sha)
             with open(log, 'a') as f:
                 f.write(f'{sha[:12]} exit {code} 0s {why} (after the bisection)\n')
@@ -300,7 +300,7 @@ def main(argv: Sequence[str]) -> int:
         return 2
     proc.raise_on_signals()
     try:
-        return tree.locked(f'make bisect TREE={args.tree}', lambda: bisect(args))
+        return cache.locked(f'make bisect TREE={args.tree}', lambda: bisect(args))
     except (proc.Interrupted, KeyboardInterrupt) as e:
         print(f'cpuhp-kunit: bisect interrupted ({e or "SIGINT"}); the bisection was reset',
               file=sys.stderr)

@@ -33,21 +33,16 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import arch, cache, execute, gcov, guest, outputs, runspec, say, tree, verdict
+from cpuhpk.gcov import FileCov, pct
+from cpuhpk.runspec import RunSpec
 
-from cpuhpk import arch, execute, gcov, judging, runspec, tree, verdict  # noqa: E402
-from cpuhpk.gcov import FileCov, pct  # noqa: E402
-from cpuhpk.runspec import RunSpec  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 # What the boots that only differ by a boot-time argument run: the sysfs
 # test (about 25 s each instead of 60 with the suites).
 TOPOLOGY_FILTERS = {'nosmt': 'cpuhp_sysfs.*', 'nosmt-force': 'cpuhp_sysfs.*'}
 
 
-class SelftestError(tree.PrepareError):
+class SelftestError(say.PrepareError):
     """The anchor run failed: it gives no figure."""
 
 
@@ -57,26 +52,26 @@ def selftest_anchor(t: tree.Tree, build_dir: Path, out: Path, smp: str,
     a = a or arch.get(arch.HOST)
     gcov.clear(build_dir)
     script = t.path / 'tools' / 'testing' / 'selftests' / 'cpu-hotplug' / 'cpu-on-off-test.sh'
-    initrd = gcov.make_initramfs(build_dir / 'cpuhp-kunit' / 'selftest.cpio',
-                                 gcov.SELFTEST_INIT,
-                                 [('cpu-on-off-test.sh', script),
-                                  ('bin/bash', arch.static_binary(a, 'bash-static',
-                                                                  'bin/bash-static'))],
-                                 gcov.busybox(a))
+    initrd = guest.make_initramfs(build_dir / 'cpuhp-kunit' / 'selftest.cpio',
+                                  guest.SELFTEST_INIT,
+                                  [('cpu-on-off-test.sh', script),
+                                   ('bin/bash', arch.static_binary(a, 'bash-static',
+                                                                   'bin/bash-static'))],
+                                  guest.busybox(a))
     console = out / 'selftest-console.log'
     cmd = [f'qemu-system-{a.qemu_arch}', '-nodefaults', '-m', '1024', '-smp', smp,
            '-kernel', str(build_dir / a.kernel_path), '-initrd', str(initrd),
            '-append', f'console={a.console} kunit.enable=0 panic=-1 rdinit=/init',
            '-no-reboot', '-nographic', '-serial', 'stdio', *a.qemu_params]
-    tree.log('booting the same kernel with cpu-on-off-test.sh -a')
+    say.log('booting the same kernel with cpu-on-off-test.sh -a')
     with open(console, 'w') as f:
         try:
             subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
                            timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
-            raise tree.PrepareError(f'the selftest run did not finish within {timeout} s: '
-                                    f'see {console}') from None
-    status = gcov.selftest_status(console)
+            raise say.PrepareError(f'the selftest run did not finish within {timeout} s: '
+                                   f'see {console}') from None
+    status = guest.selftest_status(console)
     if status != 0:
         said = 'printed no exit status' if status is None else f'exited {status}'
         raise SelftestError(f'cpu-on-off-test.sh {said}: no anchor figure (see {console})')
@@ -134,8 +129,8 @@ def main(argv: Sequence[str]) -> int:
                  f'SMP={args.smp} is odd')
     spec = RunSpec(kver=args.kver, arch=args.arch, smp=args.smp, timeout=args.timeout,
                    seed=args.seed, stress_ops=args.stress_ops, tree=runspec.tree_spec(args))
-    return tree.locked(f'make coverage KVER={args.kver} ARCH={args.arch}',
-                       lambda: coverage(spec, args.selftest))
+    return cache.locked(f'make coverage KVER={args.kver} ARCH={args.arch}',
+                        lambda: coverage(spec, args.selftest))
 
 
 def coverage(spec: RunSpec, selftest: bool = True) -> int:
@@ -143,7 +138,7 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
     anchor; every cause of a non-zero exit lands in junit.xml."""
     try:
         user = spec.resolved()
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     spec = spec.for_user(user)
@@ -167,7 +162,7 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
     if not problems:
         try:
             files = merged(infos, out)
-        except tree.PrepareError as e:
+        except say.PrepareError as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     anchor: Optional[Dict[str, FileCov]] = None
     if files and selftest:
@@ -177,7 +172,7 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
                                      str(spec.smp), spec.timeout, a)
         except SelftestError as e:
             problems.append(verdict.Problem('selftest', '', str(e)))
-        except (tree.PrepareError, subprocess.CalledProcessError) as e:
+        except (say.PrepareError, subprocess.CalledProcessError) as e:
             problems.append(verdict.Problem('coverage', '', f'make coverage: {e}'))
     if files:
         limits = gcov.thresholds_path(spec.kver, a)
@@ -193,14 +188,14 @@ def coverage(spec: RunSpec, selftest: bool = True) -> int:
             problems.append(verdict.Problem('coverage', '', f'no coverage gate for KVER='
                                             f'{spec.kver} ARCH={a.name}: {limits} does not '
                                             'exist'))
-        tree.log(f'coverage report in {out / "html" / "index.html"}')
+        say.log(f'coverage report in {out / "html" / "index.html"}')
     if not out.is_dir():
         out.mkdir(parents=True)
-    v = judging.add_problems(out, problems)
+    v = outputs.add_problems(out, problems)
     for p in problems:
         print(f'cpuhp-kunit: FAIL: [{p.category}] {p}', file=sys.stderr)
     print('cpuhp-kunit: PASS' if v.ok and not rc else 'cpuhp-kunit: FAIL')
-    print(judging.counts_line(v))
+    print(outputs.counts_line(v))
     return 1 if problems or rc or not v.ok else 0
 
 

@@ -25,7 +25,7 @@ import subprocess
 from pathlib import Path
 from typing import List, Sequence, Tuple
 
-from cpuhpk import arch, tree
+from cpuhpk import arch, cache, packages, say, tree
 
 PACKAGES = ('openssl',)   # Debian's config signs modules: the build makes a key
 
@@ -64,16 +64,16 @@ def base(t: tree.Tree, fragments: Sequence[Path], make_options: Sequence[str],
     Resolved with make olddefconfig in the cache; reused while Debian's
     configuration, @fragments and the tree are the same.
     """
-    tree.ensure_packages([package(t.kver), *PACKAGES])
+    packages.ensure_packages([package(t.kver), *PACKAGES])
     src = source_config(t.kver, a)
     if not src.is_file():
-        raise tree.PrepareError(f'{src}: not in {package(t.kver)} (its flavours: '
-                                f'{" ".join(p.name for p in src.parent.glob("config.*"))})')
+        raise say.PrepareError(f'{src}: not in {package(t.kver)} (its flavours: '
+                               f'{" ".join(p.name for p in src.parent.glob("config.*"))})')
     merged = builtin_only(lzma.decompress(src.read_bytes()).decode())
     for f in fragments:
         merged += f.read_text()
     key = hashlib.sha256(f'{t.build_key}\n{merged}'.encode()).hexdigest()[:12]
-    work = tree.cache_root() / f'debian-config-{t.build_key}{a.out_suffix}'
+    work = cache.cache_root() / f'debian-config-{t.build_key}{a.out_suffix}'
     resolved = work / f'debian-{key}.config'
     if resolved.is_file():
         return resolved
@@ -85,6 +85,6 @@ def base(t: tree.Tree, fragments: Sequence[Path], make_options: Sequence[str],
                          capture_output=True, text=True, check=False, timeout=600)
     if res.returncode != 0:
         tail = ' '.join((res.stderr or res.stdout).strip().splitlines()[-2:])
-        raise tree.PrepareError(f'make olddefconfig of Debian\'s configuration failed: {tail}')
+        raise say.PrepareError(f'make olddefconfig of Debian\'s configuration failed: {tail}')
     shutil.copy(work / '.config', resolved)
     return resolved

@@ -6,7 +6,7 @@ KVER=, or the user's: usertree.py), builds kunit.py's command
 built of these very inputs (buildstamp.py, kunit.py exec) and runs
 kunit.py in a process group of its own (proc.py), killed when it
 outlives the build allowance plus the kernel's timeout. Its console is
-then judged (judging.py), the coverage of the run reported (gcov.py) and
+then judged (outputs.py), the coverage of the run reported (gcov.py) and
 the kernel's reports decoded (decode.py). Ctrl-C and SIGTERM end kunit.py,
 make and QEMU; the verdict then says interrupted.
 """
@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 from typing import Dict, Optional
 
-from cpuhpk import (arch, attrs, buildstamp, gcov, hostctl, isolation, judging, knobs, ktap,
-                    kunitcmd, page, proc, runspec, tree, usertree, verdict)
-from cpuhpk.runspec import REPO, RunSpec
+from cpuhpk import (arch, attrs, buildstamp, cache, gcov, guest, hostctl, isolation, knobs, ktap,
+                    kunitcmd, outputs, packages, page, proc, runspec, say, tree, usertree, verdict)
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
 
 # Time for kunit.py to configure and build a cold tree on a 2-core machine,
 # with a wide margin: the kernel's own run has its own timeout (--timeout).
@@ -50,7 +51,7 @@ def build_dir_of(t: tree.Tree, config: str, arch_name: str = arch.HOST,
     words = re.sub(r'[^A-Za-z0-9.+]+', '-', re.sub(r'\bCONFIG_', '', make_options)).strip('-')
     if len(words) > 32:
         words = words[:23] + '-' + hashlib.sha256(make_options.encode()).hexdigest()[:8]
-    return tree.cache_root() / (f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
+    return cache.cache_root() / (f'build-{t.build_key}-{config}{arch.get(arch_name).out_suffix}'
                                 + (f'-{words}' if words else ''))
 
 def coverage_report(out: Path, build_dir: Path, src: Path, kver: str,
@@ -63,12 +64,12 @@ def coverage_report(out: Path, build_dir: Path, src: Path, kver: str,
         if isolate and (out / 'console.log').is_file():
             segments = isolation.boot_lines(ktap.read_console(out / 'console.log').lines)
         gcov.report(out, build_dir, src, kver, a, segments)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         if not v.ok:
-            tree.log(f'no coverage report: {e}')
+            say.log(f'no coverage report: {e}')
             return v
-        return judging.add_problems(out, [verdict.Problem('coverage', '', str(e))])
-    tree.log(f'coverage: {out / "summary.txt"}, {out / "html" / "index.html"}')
+        return outputs.add_problems(out, [verdict.Problem('coverage', '', str(e))])
+    say.log(f'coverage: {out / "summary.txt"}, {out / "html" / "index.html"}')
     return v
 
 def execute(spec: RunSpec) -> int:
@@ -78,10 +79,10 @@ def execute(spec: RunSpec) -> int:
         runspec.parser().error(problem)
     try:
         user = spec.resolved()
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         assert spec.tree is not None
         name = usertree.tree_key(spec.tree.path.expanduser().resolve())[0]
-        return judging.fail_early(spec.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
+        return outputs.fail_early(spec.out or REPO / 'out' / f'tree-{name}', 'prepare', str(e),
                                   {'tree': str(spec.tree.path), 'rev': spec.tree.rev,
                                    'commit': runspec.commit()})
     spec = spec.for_user(user)
@@ -90,16 +91,16 @@ def execute(spec: RunSpec) -> int:
     proc.raise_on_signals()
     try:
         what = f'TREE={user.spec.path} REV={user.short}' if user else f'KVER={spec.kver}'
-        with tree.cache_lock(f'make run {what} CONFIG={spec.config}'):
+        with cache.cache_lock(f'make run {what} CONFIG={spec.config}'):
             return _run(spec, out, context, user)
-    except tree.LockBusy as e:
+    except cache.LockBusy as e:
         # Not a word in out/: it belongs to the run that holds the lock.
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     except (proc.Interrupted, KeyboardInterrupt) as e:
         signum = e.signum if isinstance(e, proc.Interrupted) else signal.SIGINT
         if out.is_dir():
-            judging.add_problems(out, [verdict.Problem('interrupted', '', f'interrupted by '
+            outputs.add_problems(out, [verdict.Problem('interrupted', '', f'interrupted by '
                                                        f'{signal.Signals(signum).name}')])
         print(f'cpuhp-kunit: interrupted by {signal.Signals(signum).name}; kunit.py, make '
               'and QEMU stopped', file=sys.stderr)
@@ -112,36 +113,36 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
     isolate = spec.isolate
     options = knobs.make_options(spec)
     try:
-        exp = judging.expectations(spec.filter, context, spec.strict,
-                                   bool(gcov.userspace_cases(spec.filter)))
+        exp = outputs.expectations(spec.filter, context, spec.strict,
+                                   bool(guest.userspace_cases(spec.filter)))
         if exp.cases == {}:
-            return judging.fail_early(out, 'missing', f'FILTER={spec.filter} matches no case '
+            return outputs.fail_early(out, 'missing', f'FILTER={spec.filter} matches no case '
                                       'of the kunit/ suites', context)
         left_out = attrs.apply_attribute_filter(exp, spec)
         if exp.cases == {}:
-            return judging.fail_early(out, 'missing', f'FILTER_ATTR={spec.filter_attr} leaves '
+            return outputs.fail_early(out, 'missing', f'FILTER_ATTR={spec.filter_attr} leaves '
                                       f'out every case FILTER={spec.filter} selects', context)
         if isolate and not isolation.isolated_boots(exp, isolate):
-            return judging.fail_early(out, 'prepare', f'ISOLATE={isolate} boots once per KUnit '
+            return outputs.fail_early(out, 'prepare', f'ISOLATE={isolate} boots once per KUnit '
                                       f'{isolate}: FILTER={spec.filter} selects none (only the '
                                       'user-space suite, which runs after the suites of a '
                                       'boot)', context)
         a = arch.get(spec.arch)
         kunitcmd.fragments(spec.config, spec.kver, a.name)
         llvm = knobs.LLVM_PACKAGES if knobs.make_variable(options, 'LLVM') == '1' else ()
-        tree.ensure_packages([*gcov.PACKAGES, *a.packages, *llvm])
+        packages.ensure_packages([*guest.PACKAGES, *gcov.PACKAGES, *a.packages, *llvm])
         t = prepare_tree(spec, user)
         problem = kunitcmd.tree_errors(t, spec)
         if problem:
-            raise tree.PrepareError(problem)
+            raise say.PrepareError(problem)
         # CONFIG=debian: resolved here
         frags = kunitcmd.kernel_fragments(t, spec.config, a.name, options)
         build_dir = build_dir_of(t, spec.config, a.name, ' '.join(
             [*spec.make_options.split(), *knobs.kconfig_add(spec)]))
-        qemu_config = gcov.guest(build_dir, spec.filter, a,
-                                 isolation.isolation_anchor(exp, isolate))
-    except tree.PrepareError as e:
-        return judging.fail_early(out, 'prepare', str(e), context)
+        qemu_config = guest.write(build_dir, spec.filter, a,
+                                  isolation.isolation_anchor(exp, isolate))
+    except say.PrepareError as e:
+        return outputs.fail_early(out, 'prepare', str(e), context)
     context['version'] = t.version
     context['package'] = t.package
     shutil.rmtree(out, ignore_errors=True)
@@ -151,12 +152,12 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
     test_log.unlink(missing_ok=True)     # never judge a previous run's console
     gcov.clear(build_dir)                # nor count a previous run's coverage
 
-    tree.log(f'linux {t.version} ({t.package}) in {t.path}, ARCH={a.name}, SMP={spec.smp}, '
-             f'CONFIG={spec.config}, FILTER={spec.filter or "*"}'
-             + ''.join(f', {knobs.KNOB_NAMES[k]}={v}'
-                       for k, v in spec.set_knobs().items()))
+    say.log(f'linux {t.version} ({t.package}) in {t.path}, ARCH={a.name}, SMP={spec.smp}, '
+            f'CONFIG={spec.config}, FILTER={spec.filter or "*"}'
+            + ''.join(f', {knobs.KNOB_NAMES[k]}={v}'
+                      for k, v in spec.set_knobs().items()))
     if user is not None:
-        tree.log(f'testing {user.describe()}')
+        say.log(f'testing {user.describe()}')
     started = time.monotonic()
     control = None
     if spec.topology == 'hotplug':
@@ -167,8 +168,8 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
     sources = buildstamp.source_digest(t) if spec.coverage_report else None
     built = buildstamp.reusable_build(build_dir, inputs)
     if built:
-        tree.log(f'{build_dir.name} holds the kernel of these very sources and configs: '
-                 'booting it again (kunit.py exec, no make)')
+        say.log(f'{build_dir.name} holds the kernel of these very sources and configs: '
+                'booting it again (kunit.py exec, no make)')
     else:
         buildstamp.forget_build(build_dir)
     cmd = kunitcmd.kunit_command(t, spec, build_dir, out, qemu_config, control, frags,
@@ -176,8 +177,8 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
     # ISOLATE=: kunit.py's --timeout holds for each boot, the listing one too.
     boots_due = isolation.isolated_boots(exp, isolate) + 1 if isolate else 1
     if isolate:
-        tree.log(f'ISOLATE={isolate}: {boots_due - 1} boot(s) of one {isolate} each, after '
-                 'one that lists the cases')
+        say.log(f'ISOLATE={isolate}: {boots_due - 1} boot(s) of one {isolate} each, after '
+                'one that lists the cases')
     try:
         rc, killed_after = proc.run_logged(cmd, t.path, out / 'kunit.log',
                                            BUILD_TIMEOUT + boots_due * spec.timeout + 60,
@@ -200,22 +201,22 @@ def _run(spec: RunSpec, out: Path, context: Dict[str, str],
             (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
     elif test_log.is_file():
         shutil.copyfile(test_log, out / 'console.log')
-    _, v = judging.judge(out, out / 'console.log', exp, rc, killed_after, spec.timeout,
+    _, v = outputs.judge(out, out / 'console.log', exp, rc, killed_after, spec.timeout,
                  kunit_log, out / 'results.json', t.kunit_py, isolate,
                  left_out if spec.filter_action == 'skip' else ())
     if spec.coverage_report:
         v = coverage_report(out, build_dir, t.path, spec.kver, v, a, isolate)
         if (out / 'coverage.info').is_file():
             buildstamp.remember_coverage(out, sources)
-    v = judging.decode_reports(out, build_dir / 'vmlinux', [t.path], a.cross_compile or '') or v
-    judging.write_kcidb(out)        # with the coverage
+    v = outputs.decode_reports(out, build_dir / 'vmlinux', [t.path], a.cross_compile or '') or v
+    outputs.write_kcidb(out)        # with the coverage
     page.write_run(out)     # with the coverage and the state map
-    tree.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
-             f'{out / "index.html"}')
+    say.log(f'{time.monotonic() - started:.0f} s; outputs in {out}, at a glance in '
+            f'{out / "index.html"}')
     if user is not None:
-        tree.log(f'tested {user.describe()}; the same verdict again: make judge '
-                 f'CONSOLE={out / "console.log"} KVER={user.kver} SMP={spec.smp}'
-                 + (f' CONFIG={spec.config}' if spec.config != 'default' else '')
-                 + (f" FILTER='{spec.filter}'" if spec.filter else ''))
-    print('\n'.join(judging.summary(v)))
+        say.log(f'tested {user.describe()}; the same verdict again: make judge '
+                f'CONSOLE={out / "console.log"} KVER={user.kver} SMP={spec.smp}'
+                + (f' CONFIG={spec.config}' if spec.config != 'default' else '')
+                + (f" FILTER='{spec.filter}'" if spec.filter else ''))
+    print('\n'.join(outputs.summary(v)))
     return 0 if v.ok else 1

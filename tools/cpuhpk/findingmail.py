@@ -1,6 +1,6 @@
 """`make finding-mails`: the findings as the plain-text mails a maintainer reads.
 
-    findingmail.py --kver 6.12 [--author 'Name <email>'] 14 10 04
+    python3 -m cpuhpk finding-mails --kver 6.12 [--author 'Name <email>'] 14 10 04
 
 For each finding number, reads its report (Documentation/findings/NN-*.md)
 and the fix it names (src/<KVER>/fixes/NNNN, in the form posted on the
@@ -26,12 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cpuhpk import cache, fixseries, seriesmake, seriesplan, tree
+from cpuhpk.paths import REPO
 
-from cpuhpk import fixseries, seriesmake, seriesplan, tree  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 FINDINGS = REPO / 'Documentation' / 'findings'
 DEFAULT = ('14', '10', '04')
 # The header lines every report opens with, under its title.
@@ -234,7 +231,7 @@ def maintainers_dir(kver: str) -> Path:
     """A directory holding the pristine tree's MAINTAINERS and
     scripts/get_maintainer.pl (from the cached tree's baseline commit)."""
     t = tree.prepare(kver, REPO)
-    dest = tree.cache_root() / f'maintainers-{t.version}'
+    dest = cache.cache_root() / f'maintainers-{t.version}'
     if not (dest / 'MAINTAINERS').is_file():
         (dest / 'scripts').mkdir(parents=True, exist_ok=True)
         for name in ('MAINTAINERS', 'scripts/get_maintainer.pl'):
@@ -292,7 +289,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return write_mails(args.kver, args.findings, who, out,
                            lambda patches: seriesmake.maintainers(work, patches))
 
-    return tree.locked(f'finding-mails {args.kver}', job)
+    return cache.locked(f'finding-mails {args.kver}', job)
 
 
 if __name__ == '__main__':

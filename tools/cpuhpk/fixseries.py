@@ -39,13 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import cache, kunitspec, say, series, seriesmake, seriesplan, seriesreport, tree
+from cpuhpk.paths import REPO
 
-from cpuhpk import series, seriesmake, seriesplan, seriesreport, tree, verdict  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 STABLE = 'stable@vger.kernel.org'
 # A kernel the fixes' files are built in: the touched code is under
 # CONFIG_SMP and CONFIG_HOTPLUG_CPU (kernel/cpu.c) or CONFIG_HIBERNATION
@@ -127,10 +123,10 @@ def read_plan(fixes: Path) -> List[FixSeries]:
     return plan
 
 
-def covered(kver: str) -> Dict[str, List[verdict.KnownFailure]]:
+def covered(kver: str) -> Dict[str, List[kunitspec.KnownFailure]]:
     """Fix number ('0004') -> the known failures of kunit/known-failures-<KVER> naming it."""
-    out: Dict[str, List[verdict.KnownFailure]] = {}
-    for k in verdict.read_known_failures(REPO / 'kunit' / f'known-failures-{kver}'):
+    out: Dict[str, List[kunitspec.KnownFailure]] = {}
+    for k in kunitspec.read_known_failures(REPO / 'kunit' / f'known-failures-{kver}'):
         for num in FIX_REF.findall(k.why):
             out.setdefault(num, []).append(k)
     return out
@@ -293,7 +289,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Repor
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     log = out / 'build.log'
-    build_dir = tree.cache_root() / f'fixes-build-{t.version}'
+    build_dir = cache.cache_root() / f'fixes-build-{t.version}'
     if build:
         seriesmake.git(work, 'checkout', '-q', '-f', base)
         ok, why = series.configure(work, build_dir, BUILD_CONFIG, log)
@@ -395,14 +391,14 @@ def main(argv: Sequence[str]) -> int:
     def job() -> int:
         try:
             make_fixes_series(args.kver, who, out, report, args.build)
-        except (seriesplan.SeriesError, tree.PrepareError, ValueError) as e:
+        except (seriesplan.SeriesError, say.PrepareError, ValueError) as e:
             report.add('fixes-series', False, str(e))
         return report.finish(out)
 
     try:
         who = seriesmake.signer(args.author, args.author_of_head)
-        return tree.locked(f'fixes-series {args.kver}', job)
-    except (seriesplan.SeriesError, tree.PrepareError) as e:
+        return cache.locked(f'fixes-series {args.kver}', job)
+    except (seriesplan.SeriesError, say.PrepareError) as e:
         print(f'cpuhp-kunit: fixes-series: {e}', file=sys.stderr)
         return 2
 

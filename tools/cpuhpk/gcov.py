@@ -5,19 +5,12 @@ under test, kernel/cpu.o and kernel/time/timekeeping.o (make
 CPUHP_KUNIT_GCOV=y, see src/), not GCOV_PROFILE_ALL: measured, it costs
 nothing visible at run time (README, Performance), so the default kernel is
 the coverage kernel and no build is spent on coverage alone. After the
-suites the kernel does not shut down (kunit_shutdown=none; kunit.py's own
-kunit_shutdown=reboot lands behind '--', among init's arguments) but runs
-/init from a small initramfs: the user-space test kunit/cpuhp_sysfs_test.sh
-(when FILTER selects it), then Debian's busybox-static mounts debugfs and
-prints the .gcda files of /sys/kernel/debug/gcov as a base64 tar on the
-console, then powers off. Those files go back into the build directory next
-to their .gcno files, where lcov and genhtml read them (with llvm-cov gcov
-for a kernel clang built, MAKE_OPTIONS=LLVM=1). With ISOLATE= every boot
-prints its own; their tracefiles are added up (merge_boots()).
-
-The selftest anchor of make coverage (tools/cpuhpk/coverage.py) boots the
-same kernel with an initramfs that runs upstream's cpu-on-off-test.sh -a
-instead, and prints its gcov data the same way.
+suites the guest (guest.py) prints the .gcda files of
+/sys/kernel/debug/gcov as a base64 tar on the console. Those files go back
+into the build directory next to their .gcno files, where lcov and genhtml
+read them (with llvm-cov gcov for a kernel clang built,
+MAKE_OPTIONS=LLVM=1). With ISOLATE= every boot prints its own; their
+tracefiles are added up (merge_boots()).
 """
 
 from __future__ import annotations
@@ -30,21 +23,16 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tarfile
 import zlib
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import arch, hygiene, ktap, say
+from cpuhpk.paths import REPO
 
-from cpuhpk import arch, hygiene, ktap, tree, verdict  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
-# What the initramfs and the reports need (bash-static: the selftest anchor).
-PACKAGES = ('bash-static', 'busybox-static', 'cpio', 'lcov')
+# What the coverage reports need.
+PACKAGES = ('lcov',)
 FILES = ('kernel/cpu.c', 'kernel/time/timekeeping.c')
 # Functions of the state-machine core and of the crosststamp, listed one by one.
 CORE_FUNCTIONS = re.compile(
@@ -62,140 +50,6 @@ def thresholds_path(kver: str, a: Optional[arch.Arch] = None) -> Path:
     return REPO / 'tools' / f'coverage-thresholds-{kver}{suffix}'
 
 
-SYSFS_TEST = REPO / 'kunit' / 'cpuhp_sysfs_test.sh'
-SYSFS_SUITE = 'cpuhp_sysfs'
-
-# debugfs reports a size of 0 for the .gcda files, so they are copied out
-# with cat before tar sees them. Kernel messages are kept off the console
-# while the data is printed, and its sha256 is printed first, so a damaged
-# transfer is an error, not a wrong report. busybox's reboot ends QEMU
-# (-no-reboot); its poweroff would only halt without ACPI.
-DUMP_GCOV = f'''echo 1 > /proc/sys/kernel/printk
-/bin/busybox mount -t debugfs debugfs /dbg
-cd /dbg/gcov || /bin/busybox reboot -f
-for f in $(/bin/busybox find . -name '*.gcda'); do
-	/bin/busybox mkdir -p "/gcda/${{f%/*}}"
-	/bin/busybox cat "$f" > "/gcda/$f"
-done
-cd /gcda
-/bin/busybox tar -cf - . | /bin/busybox gzip -c > /gcov.tgz
-echo "{BEGIN} $(/bin/busybox sha256sum < /gcov.tgz)"
-/bin/busybox base64 /gcov.tgz
-echo "{END}"
-/bin/busybox reboot -f
-'''
-
-# After the KUnit suites: the user-space tests (their KTAP joins the run's),
-# then print the gcov data, power off. {tests}: one line per test script.
-# A boot that only lists the suites (kunit.py --run_isolated boots once
-# with kunit.action=list first, and reads nothing after the list) powers
-# off at once: no user-space test, no gcov data.
-INIT = '''#!/bin/busybox sh
-/bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
-/bin/busybox --install -s
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-case " $(cat /proc/cmdline) " in *" kunit.action="*) /bin/busybox reboot -f;; esac
-{tests}
-''' + DUMP_GCOV.replace('{', '{{').replace('}', '}}')
-
-# The anchor: upstream's cpu-hotplug selftest instead of the suites.
-SELFTEST_INIT = '''#!/bin/busybox sh
-/bin/busybox mkdir -p /proc /sys /dbg /gcda /usr/bin /sbin /usr/sbin
-/bin/busybox --install -s
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-echo "cpuhp-kunit: selftest begin"
-/bin/bash /cpu-on-off-test.sh -a
-echo "cpuhp-kunit: selftest exit $?"
-''' + DUMP_GCOV
-
-QEMU_CONFIG = '''from ..qemu_config import QemuArchParams
-
-# {arch} as kunit.py's own, plus the initramfs; see tools/cpuhpk/arch.py.
-QEMU_ARCH = QemuArchParams(linux_arch={arch!r},
-			   kconfig="""
-{serial}""",
-			   qemu_arch={qemu_arch!r},
-			   kernel_path={kernel_path!r},
-			   kernel_command_line={cmdline!r},
-			   extra_qemu_params={params!r})
-'''
-
-
-def qemu_config(a: arch.Arch, initrd: Path) -> str:
-    """kunit.py's --qemu_config for @a booting @initrd after the suites."""
-    return QEMU_CONFIG.format(
-        arch=a.name, serial=a.serial_kconfig, qemu_arch=a.qemu_arch,
-        kernel_path=a.kernel_path,
-        cmdline=f'console={a.console} kunit_shutdown=none rdinit=/init --',
-        params=[*a.qemu_params, '-initrd', str(initrd)])
-
-
-def userspace_cases(filter_glob: str) -> List[str]:
-    """The cases of kunit/cpuhp_sysfs_test.sh that @filter_glob selects."""
-    cases = verdict.declared_cases(REPO / 'kunit', userspace=True)
-    return verdict.filtered({k: v for k, v in cases.items() if k == SYSFS_SUITE},
-                            filter_glob).get(SYSFS_SUITE, [])
-
-
-def only_in_boot(anchor: str, command: str) -> str:
-    """@command run only in the boot of kunit.py --run_isolated whose
-    kunit.filter_glob is @anchor ('suite' or 'suite.case'), or @anchor
-    followed by a case glob ('suite.<glob>', ISOLATE=suite with FILTER=s.c)."""
-    return (f'case " $(cat /proc/cmdline) " in *" kunit.filter_glob={anchor} "*|'
-            f'*" kunit.filter_glob={anchor}."*) {command};; esac')
-
-
-def guest(build_dir: Path, filter_glob: str, a: Optional[arch.Arch] = None,
-          anchor: str = '') -> Path:
-    """The initramfs and kunit.py --qemu_config of a run on @a; returns the latter.
-
-    Written into @build_dir (the kernel they belong to); the sysfs test runs
-    with the cases @filter_glob selects, not at all when it selects none.
-    With @anchor (ISOLATE=: one boot per suite or case), only in the boot of
-    that suite or case (only_in_boot()): the user-space suite runs once in
-    the run, as in a single boot. Every boot prints its gcov data.
-    """
-    a = a or arch.get(arch.HOST)
-    where = build_dir / 'cpuhp-kunit'
-    where.mkdir(parents=True, exist_ok=True)
-    cases = userspace_cases(filter_glob)
-    tests = f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}" if cases else ':'
-    if cases and anchor:
-        tests = only_in_boot(anchor, tests)
-    initrd = make_initramfs(where / 'initramfs.cpio', INIT.format(tests=tests),
-                            [('cpuhp_sysfs_test.sh', SYSFS_TEST)] if cases else [],
-                            busybox(a))
-    config = where / f'{a.name}_gcov.py'
-    config.write_text(qemu_config(a, initrd))
-    return config
-
-
-def busybox(a: arch.Arch) -> Path:
-    """Debian's static busybox for @a (busybox-static)."""
-    return arch.static_binary(a, 'busybox-static', 'bin/busybox')
-
-
-def make_initramfs(dest: Path, init_text: str, extra: Sequence[Tuple[str, Path]] = (),
-                   busybox_path: Path = Path('/bin/busybox')) -> Path:
-    """A newc cpio with @busybox_path, /init and @extra (name in the image, source)."""
-    stage = dest.with_suffix('')
-    shutil.rmtree(stage, ignore_errors=True)
-    (stage / 'bin').mkdir(parents=True)
-    shutil.copy2(busybox_path, stage / 'bin' / 'busybox')
-    names = ['init', 'bin', 'bin/busybox']
-    for name, src in extra:
-        shutil.copy2(src, stage / name)
-        names.append(name)
-    (stage / 'init').write_text(init_text)
-    (stage / 'init').chmod(0o755)
-    with open(dest, 'wb') as f:
-        subprocess.run(['cpio', '--quiet', '-o', '-H', 'newc'], cwd=stage,
-                       input=('\n'.join(names) + '\n').encode(), stdout=f, check=True)
-    return dest
-
-
 # The gcda archive comes from the guest: untrusted. Limits well above what
 # two profiled objects produce (a few hundred KiB).
 MAX_GCDA_BYTES = 64 << 20
@@ -204,7 +58,8 @@ MAX_GCDA_BYTES = 64 << 20
 def gcda_blob(console: Path) -> bytes:
     """The gcov archive printed on the console, checked against its sha256."""
     if not console.is_file():
-        raise tree.PrepareError(f'no console ({console}): the kernel was not built or did not boot')
+        raise say.PrepareError(f'no console ({console}): the kernel was not built or did '
+                               'not boot')
     return gcda_blob_of(ktap.read_console(console).lines, str(console))
 
 
@@ -215,21 +70,21 @@ def gcda_blob_of(lines: Sequence[str], where: str) -> bytes:
         start = next(i for i, ln in enumerate(lines) if ln.startswith(BEGIN))
         end = next(i for i, ln in enumerate(lines) if i > start and ln.strip() == END)
     except StopIteration:
-        raise tree.PrepareError(f'no gcov data on the console ({where}): '
-                                'did the kernel reach /init?') from None
+        raise say.PrepareError(f'no gcov data on the console ({where}): '
+                               'did the kernel reach /init?') from None
     # Kernel messages may interleave: keep the lines that are base64.
     b64 = [ln.strip() for ln in lines[start + 1:end] if BASE64_LINE.match(ln.strip())]
     if sum(map(len, b64)) > MAX_GCDA_BYTES * 4 // 3 + 4:
-        raise tree.PrepareError(f'gcov data on the console is larger than '
-                                f'{MAX_GCDA_BYTES >> 20} MiB: refused')
+        raise say.PrepareError(f'gcov data on the console is larger than '
+                               f'{MAX_GCDA_BYTES >> 20} MiB: refused')
     try:
         blob = base64.b64decode(''.join(b64), validate=True)
     except ValueError as e:
-        raise tree.PrepareError(f'gcov data on the console is damaged: {e}') from None
+        raise say.PrepareError(f'gcov data on the console is damaged: {e}') from None
     want = lines[start][len(BEGIN):].split()[:1]
     if not blob or want != [hashlib.sha256(blob).hexdigest()]:
-        raise tree.PrepareError(f'gcov data in {where} is missing or damaged '
-                                '(sha256 differs from the one the guest printed)')
+        raise say.PrepareError(f'gcov data in {where} is missing or damaged '
+                               '(sha256 differs from the one the guest printed)')
     return blob
 
 
@@ -251,31 +106,31 @@ def gcda_members(blob: bytes, build_dir: Path) -> List[Tuple[Path, bytes]]:
             for member in tar:
                 name = member.name
                 if name.startswith('/') or '..' in name.split('/'):
-                    raise tree.PrepareError(f'gcov archive: unsafe name {name!r}: refused')
+                    raise say.PrepareError(f'gcov archive: unsafe name {name!r}: refused')
                 if member.isdir():
                     continue
                 if not member.isfile():
-                    raise tree.PrepareError(f'gcov archive: {name!r} is not a regular file '
-                                            '(link or device): refused')
+                    raise say.PrepareError(f'gcov archive: {name!r} is not a regular file '
+                                           '(link or device): refused')
                 if not name.endswith('.gcda'):
-                    raise tree.PrepareError(f'gcov archive: {name!r} is not a .gcda file: '
-                                            'refused')
+                    raise say.PrepareError(f'gcov archive: {name!r} is not a .gcda file: '
+                                           'refused')
                 total += member.size
                 if total > MAX_GCDA_BYTES:
-                    raise tree.PrepareError(f'gcov archive: more than {MAX_GCDA_BYTES >> 20} '
-                                            'MiB: refused')
+                    raise say.PrepareError(f'gcov archive: more than {MAX_GCDA_BYTES >> 20} '
+                                           'MiB: refused')
                 path = Path(os.path.normpath('/' + name.removeprefix('./')))
                 if root not in path.parents:
-                    raise tree.PrepareError(f'gcov archive: {name!r} is outside the build '
-                                            f'directory {root}: refused')
+                    raise say.PrepareError(f'gcov archive: {name!r} is outside the build '
+                                           f'directory {root}: refused')
                 if not path.parent.is_dir():
-                    raise tree.PrepareError(f'gcov archive: {name!r}: no such directory in '
-                                            'the build: refused')
+                    raise say.PrepareError(f'gcov archive: {name!r}: no such directory in '
+                                           'the build: refused')
                 data = tar.extractfile(member)
                 assert data is not None
                 out.append((path, data.read(member.size)))
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
-        raise tree.PrepareError(f'gcov archive is damaged: {e}') from None
+        raise say.PrepareError(f'gcov archive is damaged: {e}') from None
     return out
 
 
@@ -295,17 +150,6 @@ def write_gcda(blob: bytes, build_dir: Path) -> List[Path]:
         written.append(path)
     return written
 
-
-SELFTEST_EXIT = re.compile(r'cpuhp-kunit: selftest exit (\d+)')
-
-
-def selftest_status(console: Path) -> Optional[int]:
-    """The exit status cpu-on-off-test.sh printed, None if it printed none."""
-    for line in ktap.read_console(console).lines:
-        m = SELFTEST_EXIT.search(line)
-        if m:
-            return int(m.group(1))
-    return None
 
 
 @dataclasses.dataclass
@@ -516,7 +360,7 @@ def lcov(*args: str) -> str:
     res = subprocess.run(['lcov', '--quiet', '--rc', 'lcov_branch_coverage=1', *args],
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
-        raise tree.PrepareError(f"lcov {' '.join(args)} failed: {res.stderr.strip()}")
+        raise say.PrepareError(f"lcov {' '.join(args)} failed: {res.stderr.strip()}")
     return res.stdout
 
 
@@ -534,7 +378,7 @@ def report(out: Path, build_dir: Path, src: Path, kver: str,
         files = merge_boots(out, build_dir, src, boots)
     else:
         gcda = extract_gcda(out / 'console.log', build_dir)
-        tree.log(f'{len(gcda)} .gcda files from the guest')
+        say.log(f'{len(gcda)} .gcda files from the guest')
         files = capture(build_dir, src, out, 'coverage')
     (out / 'coverage-all.info').unlink(missing_ok=True)
     genhtml(out / 'coverage.info', out / 'html')
@@ -556,7 +400,7 @@ def merge_boots(out: Path, build_dir: Path, src: Path,
     for n, lines in enumerate(boots, 1):
         try:
             blob = gcda_blob_of(lines, f'{out / "console.log"}, boot {n}')
-        except tree.PrepareError as e:
+        except say.PrepareError as e:
             missing.append(f'boot {n}: {e}')
             continue
         clear(build_dir)
@@ -565,10 +409,10 @@ def merge_boots(out: Path, build_dir: Path, src: Path,
         (out / f'coverage-boot{n}-all.info').unlink(missing_ok=True)
         parts.append(out / f'coverage-boot{n}.info')
     if not parts:
-        raise tree.PrepareError(f'no gcov data in any of the {len(boots)} boots: '
-                                + (missing[0] if missing else 'no boot'))
-    tree.log(f'coverage: the gcov data of {len(parts)} of {len(boots)} boots added up (lcov -a)'
-             + (f'; none from {"; ".join(missing)}' if missing else ''))
+        raise say.PrepareError(f'no gcov data in any of the {len(boots)} boots: '
+                               + (missing[0] if missing else 'no boot'))
+    say.log(f'coverage: the gcov data of {len(parts)} of {len(boots)} boots added up (lcov -a)'
+            + (f'; none from {"; ".join(missing)}' if missing else ''))
     args: List[str] = []
     for part in parts:
         args += ['--add-tracefile', str(part)]
@@ -584,7 +428,7 @@ def genhtml(info: Path, html: Path) -> None:
                           str(html), str(info)],
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
-        raise tree.PrepareError(f'genhtml failed: {res.stderr.strip()}')
+        raise say.PrepareError(f'genhtml failed: {res.stderr.strip()}')
 
 
 def clear(build_dir: Path) -> None:

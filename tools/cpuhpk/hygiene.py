@@ -36,11 +36,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, List, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
-
-from cpuhpk import ktap, reports  # noqa: E402
+from cpuhpk import ktap, reports
 
 EXPECT_BEGIN = re.compile(r'cpuhp_kunit: expect report: (.+?)\s*$')
 EXPECT_END = re.compile(r'cpuhp_kunit: expect end\b')
@@ -58,7 +54,7 @@ class Finding:
     line: str
     why: str
     kind: str = ''      # the report's kind (reports.KINDS); '' for the others
-    title: str = ''     # the report's title (reports.title()): the same bug, the same title
+    title: str = ''     # the report's title (titles.title()): the same bug, the same title
 
     def __str__(self) -> str:
         why = f'{self.why} ({self.kind})' if self.kind else self.why

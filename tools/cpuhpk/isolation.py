@@ -1,7 +1,7 @@
 """ISOLATE=: kunit.py --run_isolated's boots, one per suite or per case, judged as one run.
 
 kunit.py --run_isolated boots the kernel once to list the cases
-(kunit.action=list; the initramfs then powers off at once, gcov.INIT),
+(kunit.action=list; the initramfs then powers off at once, guest.INIT),
 then once per suite or case with kunit.filter_glob naming it. Each boot
 opens test.log anew and --json is written anew after each boot: both hold
 the last boot alone. With --raw_output=all kunit.py prints each boot's
@@ -13,7 +13,7 @@ cases), their KTAP trees are joined into one (merge_suites()) and that is
 judged against what the run asked for, as a single boot's tree is;
 kunit.py's parse of each boot is joined the same way into results.json,
 and the coverage of the boots is added up (gcov.merge_boots()). The
-user-space suite runs in one boot only (gcov.guest(anchor=)).
+user-space suite runs in one boot only (guest.write(anchor=)).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from cpuhpk import gcov, ktap, kunitjson, reports, tree, verdict
+from cpuhpk import guest, judging, ktap, kunitjson, kunitspec, reports, say, verdict
 
 # kunit.py's own lines: print_with_timestamp()'s '[HH:MM:SS] '.
 KUNIT_PY_STAMPED = re.compile(r'^\[\d\d:\d\d:\d\d\] ')
@@ -181,11 +181,11 @@ def _shift_console_line(p: verdict.Problem, offset: int) -> None:
 
 
 def judge_isolated(console: ktap.Console,
-                   exp: verdict.Expectations) -> Tuple[ktap.Test, verdict.Verdict, List[str]]:
+                   exp: kunitspec.Expectations) -> Tuple[ktap.Test, verdict.Verdict, List[str]]:
     """The verdict of an ISOLATE= console, as of a single boot's: (the joined
     KTAP tree, the verdict, the KTAP lines of every boot one after the other).
 
-    Each boot is judged as a console of its own (verdict.judge_console():
+    Each boot is judged as a console of its own (judging.judge_console():
     its kernel reports pinned on its own cases, a reboot within it); of
     that, the kernel's reports, reboots and lockdep are kept. The results
     are judged on the joined tree (merge_suites()) against @exp, with the
@@ -197,7 +197,7 @@ def judge_isolated(console: ktap.Console,
     lines: List[str] = []
     for first, end in boots(console.lines):
         segment = console.lines[first:end]
-        _, root, bv = verdict.judge_console(ktap.Console(lines=segment), per_boot)
+        _, root, bv = judging.judge_console(ktap.Console(lines=segment), per_boot)
         roots.append(root)
         lines += ktap.extract(segment)
         for p in bv.problems:
@@ -205,19 +205,19 @@ def judge_isolated(console: ktap.Console,
                 _shift_console_line(p, first)
                 found.append(p)
     root = merge_suites(roots)
-    v = verdict.judge_ktap(root, exp)
+    v = judging.judge_ktap(root, exp)
     v.problems += found
     if console.truncated:
         v.add('console', '', f'the console log is larger than {ktap.MAX_CONSOLE >> 20} MiB: '
               'only its beginning was judged')
-    verdict.apply_known(v, exp)
-    verdict.quote_once(v.problems)
-    verdict.quote_once(v.known)
+    judging.apply_known(v, exp)
+    judging.quote_once(v.problems)
+    judging.quote_once(v.known)
     return root, v, lines
 
 
 def run_root(out: Path, context: Dict[str, str]) -> ktap.Test:
-    """The KTAP tree of the run in @out as judging.judge() made it (its junit.xml's)."""
+    """The KTAP tree of the run in @out as outputs.judge() made it (its junit.xml's)."""
     console = out / 'console.log'
     if context.get('isolate') and console.is_file():
         lines = ktap.read_console(console).lines
@@ -227,17 +227,17 @@ def run_root(out: Path, context: Dict[str, str]) -> ktap.Test:
         else ktap.Test(name='', status=ktap.Status.PASS)
 
 
-def isolated_boots(exp: verdict.Expectations, isolate: str) -> int:
+def isolated_boots(exp: kunitspec.Expectations, isolate: str) -> int:
     """How many boots kunit.py --run_isolated=@isolate makes for @exp, the
     listing boot left out: one per KUnit suite, or per KUnit case."""
-    kunit = {s: c for s, c in (exp.cases or {}).items() if s != gcov.SYSFS_SUITE}
+    kunit = {s: c for s, c in (exp.cases or {}).items() if s != guest.SYSFS_SUITE}
     return len(kunit) if isolate == 'suite' else sum(map(len, kunit.values()))
 
 
-def isolation_anchor(exp: verdict.Expectations, isolate: str) -> str:
+def isolation_anchor(exp: kunitspec.Expectations, isolate: str) -> str:
     """The kunit.filter_glob of the boot the user-space suite runs in
-    (gcov.guest(anchor=)): the first KUnit suite by name, or its first case."""
-    kunit = sorted(s for s in (exp.cases or {}) if s != gcov.SYSFS_SUITE)
+    (guest.write(anchor=)): the first KUnit suite by name, or its first case."""
+    kunit = sorted(s for s in (exp.cases or {}) if s != guest.SYSFS_SUITE)
     if not isolate or not kunit or exp.cases is None:
         return ''
     suite = kunit[0]
@@ -293,7 +293,7 @@ def kunit_py_parse_boots(kunit_py: Path, out: Path, segments: Sequence[Sequence[
                                check=False)
                 data = json.loads(parsed.read_text())
             except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-                tree.log(f'kunit.py gave no JSON of boot {n}: {e}')
+                say.log(f'kunit.py gave no JSON of boot {n}: {e}')
                 return False
             if isinstance(data, dict):
                 groups.append(data)
@@ -322,10 +322,10 @@ def kunit_py_isolated(kunit_py: Path, out: Path, console: Sequence[str], kunit_j
     left = kunitjson.kunit_py_disagreements(only, v)
     if left:
         return left, False
-    tree.log(f'kunit.py\'s parser was derailed by kernel line(s) printed inside the KTAP of '
-             f'a boot and read {len(differ)} result(s) differently; on the KTAP lines alone '
-             f'it agrees with ours: {kunit_json.name} is that parse now, the derailed one is '
-             'results-derailed.json')
+    say.log(f'kunit.py\'s parser was derailed by kernel line(s) printed inside the KTAP of '
+            f'a boot and read {len(differ)} result(s) differently; on the KTAP lines alone '
+            f'it agrees with ours: {kunit_json.name} is that parse now, the derailed one is '
+            'results-derailed.json')
     shutil.copyfile(kunit_json, out / 'results-derailed.json')
     shutil.copyfile(only, kunit_json)
     return [], True

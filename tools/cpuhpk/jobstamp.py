@@ -29,7 +29,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-REPO = Path(__file__).resolve().parents[2]
+from cpuhpk.paths import REPO
+
 INPUTS = ('kunit', 'src', 'kconfigs', 'tools', 'mutants', 'Makefile')
 PACKAGES = ('gcc-12', 'qemu-system-x86', 'gcc-12-aarch64-linux-gnu', 'qemu-system-arm',
             'linux-source-6.12', 'linux-source-6.1',

@@ -17,14 +17,21 @@ are in its testcase: as <property name="title"> and <property name="key">
 its entry in the text, with its frames decoded when they were.
 
 Text is stripped of what XML 1.0 cannot carry (ESC, NUL, ...).
+
+The other reports of the tools are lists of checks (make mutate's mutants,
+make series*'s checks, make tree-test's): checks_suite() makes each a
+<testsuite>, document() puts testsuites in one <testsuites> with their
+totals, count() counts a testsuite's testcases (make merge-results
+recounts the suites it gathers), save() writes the file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from cpuhpk import ktap
 from cpuhpk.verdict import Problem, Verdict
@@ -33,6 +40,9 @@ RUN_SUITE = 'cpuhp-kunit'
 # Characters XML 1.0 does not allow, even escaped.
 NOT_XML = re.compile('[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 FAILURE_CATEGORIES = ('failed', 'unexpected-skip', 'kernel-log')
+# A testsuite's count attributes, and the testcases each counts.
+COUNTS = {'tests': 'testcase', 'failures': 'testcase/failure', 'errors': 'testcase/error',
+          'skipped': 'testcase/skipped'}
 
 
 def clean(text: str) -> str:
@@ -44,6 +54,57 @@ def _el(parent: ET.Element, tag: str, text: str = '', **attrs: str) -> ET.Elemen
     if text:
         el.text = clean(text)
     return el
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One check as a testcase: passed, or failed (a <failure>) or an error
+    (an <error>) with its @message. @text: what a failure or an error says
+    beyond its message, or a passed check's <system-out>; none when empty."""
+    name: str
+    status: str = 'passed'          # passed, failed, error
+    message: str = ''
+    text: str = ''
+    classname: str = ''
+    seconds: Optional[float] = None     # its time attribute, when it was timed
+
+
+def count(suite: ET.Element, names: Sequence[str] = tuple(COUNTS)) -> None:
+    """Set the count attributes @names of @suite from its testcases."""
+    for name in names:
+        suite.set(name, str(len(suite.findall(COUNTS[name]))))
+
+
+def checks_suite(name: str, checks: Sequence[Check],
+                 counted: Sequence[str] = ('tests', 'failures', 'errors')) -> ET.Element:
+    """@checks as the <testsuite> @name, with the count attributes @counted."""
+    suite = ET.Element('testsuite', name=clean(name))
+    for c in checks:
+        attrs = {'classname': c.classname, 'name': c.name}
+        if c.seconds is not None:
+            attrs['time'] = f'{c.seconds:.1f}'
+        tc = _el(suite, 'testcase', **attrs)
+        if c.status == 'passed':
+            if c.text:
+                _el(tc, 'system-out', c.text)
+        else:
+            _el(tc, 'failure' if c.status == 'failed' else 'error', c.text, message=c.message)
+    count(suite, counted)
+    return suite
+
+
+def document(suites: Iterable[ET.Element], totals: Sequence[str] = ()) -> ET.ElementTree:
+    """<testsuites> of @suites, with the sums of their count attributes @totals."""
+    top = ET.Element('testsuites')
+    top.extend(suites)
+    for name in totals:
+        top.set(name, str(sum(int(s.get(name, '0')) for s in top.iter('testsuite'))))
+    ET.indent(top)
+    return ET.ElementTree(top)
+
+
+def save(path: Path, doc: ET.ElementTree) -> None:
+    doc.write(path, encoding='utf-8', xml_declaration=True)
 
 
 def _problem_text(problems: List[Problem]) -> str:
@@ -95,12 +156,11 @@ def junit(root: ktap.Test, v: Verdict) -> ET.ElementTree:
     for p in v.known:
         known.setdefault(p.name, []).append(p)
     used: set[str] = set()
-    top = ET.Element('testsuites')
     suites: Dict[str, ET.Element] = {}
 
     def suite_el(name: str) -> ET.Element:
         if name not in suites:
-            suites[name] = _el(top, 'testsuite', name=name)
+            suites[name] = ET.Element('testsuite', name=clean(name))
         return suites[name]
 
     for suite in root.subtests:
@@ -138,20 +198,10 @@ def junit(root: ktap.Test, v: Verdict) -> ET.ElementTree:
             if child.tag == 'failure':
                 child.tag = 'error'
 
-    totals = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
     for el in suites.values():
-        counts = {'tests': len(el.findall('testcase')),
-                  'failures': len(el.findall('testcase/failure')),
-                  'errors': len(el.findall('testcase/error')),
-                  'skipped': len(el.findall('testcase/skipped'))}
-        for k, n in counts.items():
-            el.set(k, str(n))
-            totals[k] += n
-    for k, n in totals.items():
-        top.set(k, str(n))
-    ET.indent(top)
-    return ET.ElementTree(top)
+        count(el)
+    return document(suites.values(), tuple(COUNTS))
 
 
 def write(path: Path, root: ktap.Test, v: Verdict) -> None:
-    junit(root, v).write(path, encoding='utf-8', xml_declaration=True)
+    save(path, junit(root, v))

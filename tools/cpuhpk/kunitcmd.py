@@ -20,10 +20,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import arch, attrs, debian, hostctl, knobs, tree
+from cpuhpk import arch, attrs, debian, hostctl, knobs, say, tree
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec, two_threads
-
-REPO = Path(__file__).resolve().parents[2]
 
 # Kernel arguments: reboot (and so end QEMU, -no-reboot) at once on a panic
 # instead of waiting for the timeout.
@@ -150,8 +149,8 @@ def fragment(config: str) -> Path:
     path = REPO / 'kconfigs' / f'{config}.config'
     if not config or not path.is_file():
         known = ' '.join(sorted(p.stem for p in (REPO / 'kconfigs').glob('*.config')))
-        raise tree.PrepareError(f'no kconfigs/{config}.config (known: {known}; '
-                                'CONFIG=a+b combines fragments)')
+        raise say.PrepareError(f'no kconfigs/{config}.config (known: {known}; '
+                               'CONFIG=a+b combines fragments)')
     return path
 
 
@@ -202,7 +201,7 @@ def kunit_command(t: tree.Tree, spec: RunSpec, build_dir: Path,
                   out: Path, qemu_config: Path,
                   control: Optional[hostctl.Control] = None,
                   frags: Optional[List[Path]] = None, build: bool = True) -> List[str]:
-    """kunit.py run for @spec; @qemu_config boots the initramfs (gcov.guest()),
+    """kunit.py run for @spec; @qemu_config boots the initramfs (guest.write()),
     @control serves the guest's hot-add requests (TOPOLOGY=hotplug), @frags
     are the kconfigs (default: kernel_fragments()); without @build kunit.py
     exec: the kernel built before (buildstamp.reusable_build())."""

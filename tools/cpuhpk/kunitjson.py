@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from cpuhpk import gcov, junit, ktap, tree, verdict
+from cpuhpk import guest, junit, ktap, say, verdict
 
 # kunit.py's status names (kunit_json.py) for ours.
 KUNIT_PY_STATUS = {'pass': 'PASS', 'fail': 'FAIL', 'skip': 'SKIP', 'crashed': 'ERROR',
@@ -55,10 +55,10 @@ def kunit_py_disagreements(path: Path, v: verdict.Verdict) -> List[str]:
     amend_kunit_json() writes our verdict into the same file.
     """
     theirs = {n: s for n, s in kunit_py_results(path).items()
-              if n.split('.')[0] != gcov.SYSFS_SUITE}
+              if n.split('.')[0] != guest.SYSFS_SUITE}
     if not theirs:
         return []
-    ours = {n: s for n, s in v.statuses.items() if n.split('.')[0] != gcov.SYSFS_SUITE}
+    ours = {n: s for n, s in v.statuses.items() if n.split('.')[0] != guest.SYSFS_SUITE}
     out = [f'{n}: kunit.py {theirs.get(n, "(absent)")}, ours {KUNIT_PY_STATUS.get(s, s)}'
            for n, s in ours.items() if theirs.get(n) != KUNIT_PY_STATUS.get(s, s)]
     out += [f'{n}: kunit.py {st}, ours (absent)' for n, st in theirs.items() if n not in ours]
@@ -115,7 +115,7 @@ def kunit_py_derailed(kunit_py: Path, out: Path, console_path: Path, kunit_json:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        timeout=REPARSE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
-        tree.log(f'kunit.py could not parse the KTAP lines alone again: {e}')
+        say.log(f'kunit.py could not parse the KTAP lines alone again: {e}')
         return differ
     if not reparsed.is_file():
         return differ
@@ -124,11 +124,11 @@ def kunit_py_derailed(kunit_py: Path, out: Path, console_path: Path, kunit_json:
         return left
     derailing = [f for f in foreign if f[2]] or foreign
     where = '; '.join(f'console line {n}: {ln[:80]!r}' for n, ln, _ in derailing[:3])
-    tree.log(f'kunit.py\'s parser was derailed by kernel line(s) printed inside the KTAP '
-             f'({where}) and read {len(differ)} result(s) differently; on the {kept} KTAP '
-             f'lines alone, without the {len(foreign)} kernel lines ({only.name}), it agrees '
-             f'with ours: {kunit_json.name} is that parse now, the derailed one is '
-             'results-derailed.json')
+    say.log(f'kunit.py\'s parser was derailed by kernel line(s) printed inside the KTAP '
+            f'({where}) and read {len(differ)} result(s) differently; on the {kept} KTAP '
+            f'lines alone, without the {len(foreign)} kernel lines ({only.name}), it agrees '
+            f'with ours: {kunit_json.name} is that parse now, the derailed one is '
+            'results-derailed.json')
     shutil.copyfile(kunit_json, out / 'results-derailed.json')
     shutil.copyfile(reparsed, kunit_json)
     return []

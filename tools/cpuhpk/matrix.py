@@ -28,15 +28,11 @@ import re
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cpuhpk import jobstamp
+from cpuhpk.paths import REPO
 
-from cpuhpk import jobstamp  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 # The configs of each kernel series (one build each). sanitizers carries
 # every detector (lockdep, KASAN, UBSAN, the lockup and hung-task
 # detectors); rt+debug is PREEMPT_RT with lockdep, on 6.12 only: x86

@@ -39,11 +39,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
-
-from cpuhpk import junit, kcidb, page, tree, verdict  # noqa: E402
+from cpuhpk import cache, junit, kcidb, kcidbrun, page, say, verdict
 
 MERGE_SUITE = 'cpuhp-kunit merge'
 # lcov's SF: paths name the tree where the job built: <...>/linux-<version>/<file>.
@@ -101,7 +97,7 @@ def findings(jobs: Sequence[Job]) -> List[Finding]:
 
 
 def read_job(d: Path) -> Job:
-    """What one directory holds; tree.PrepareError when it holds no result."""
+    """What one directory holds; say.PrepareError when it holds no result."""
     report, verdict_path = d / 'report.json', d / 'verdict.json'
     if (d / 'series.json').is_file():
         try:
@@ -109,7 +105,7 @@ def read_job(d: Path) -> Job:
             checks = data['checks']
             good = sum(bool(c['ok']) for c in checks)
         except (ValueError, KeyError, TypeError) as e:
-            raise tree.PrepareError(f'{d}: series.json is unreadable: {e}') from None
+            raise say.PrepareError(f'{d}: series.json is unreadable: {e}') from None
         return Job(d, f"{data.get('kind', 'series')} KVER={data.get('kver', '?')}",
                    data.get('verdict') == 'pass' and bool(checks) and good == len(checks),
                    f'{good}/{len(checks)} checks', '')
@@ -119,7 +115,7 @@ def read_job(d: Path) -> Job:
             outcomes = data['outcomes']
             killed = sum(o['verdict'] == 'killed' for o in outcomes)
         except (ValueError, KeyError, TypeError) as e:
-            raise tree.PrepareError(f'{d}: report.json is unreadable: {e}') from None
+            raise say.PrepareError(f'{d}: report.json is unreadable: {e}') from None
         label = (f"mutate KVER={data.get('kver', '?')} CONFIG={data.get('config', '?')}"
                  + (f" STRICT={data['strict']}" if str(data.get('strict', '0')) != '0' else '')
                  + (f" SHARD={data['shard']}" if data.get('shard') else ''))
@@ -129,7 +125,7 @@ def read_job(d: Path) -> Job:
         try:
             v, context = verdict.read_json(verdict_path)
         except (ValueError, KeyError, TypeError) as e:
-            raise tree.PrepareError(f'{d}: verdict.json is unreadable: {e}') from None
+            raise say.PrepareError(f'{d}: verdict.json is unreadable: {e}') from None
         label = ' '.join(f'{k.upper()}={context[k]}' for k in ('kver', 'config', 'smp', 'topology',
                                                                'fixes', 'strict', 'filter')
                          if context.get(k) and not (k, context[k]) in (
@@ -138,39 +134,33 @@ def read_job(d: Path) -> Job:
         return Job(d, label or d.name, v.ok, f'{passed} passed, {failed} failed, '
                    f'{skipped} skipped, {known} known', context.get('kver', ''),
                    problems=v.problems, known=v.known)
-    raise tree.PrepareError(f'{d}: no verdict.json, report.json or series.json: not the out/ '
-                            'directory of a make run, coverage, mutate or series-test')
+    raise say.PrepareError(f'{d}: no verdict.json, report.json or series.json: not the out/ '
+                           'directory of a make run, coverage, mutate or series-test')
 
 
 def merge_junit(jobs: Sequence[Job], problems: Sequence[str]) -> ET.ElementTree:
-    top = ET.Element('testsuites')
+    suites: List[ET.Element] = []
     for job in jobs:
         path = job.path / 'junit.xml'
         try:
             src = ET.parse(path).getroot()
         except (OSError, ET.ParseError) as e:
-            suite = ET.SubElement(top, 'testsuite', name=f'{job.label}: {MERGE_SUITE}')
-            tc = ET.SubElement(suite, 'testcase', classname=job.label, name='junit.xml')
-            ET.SubElement(tc, 'error', message=junit.clean(f'{path}: {e}'))
+            suites.append(junit.checks_suite(f'{job.label}: {MERGE_SUITE}', [junit.Check(
+                'junit.xml', 'error', f'{path}: {e}', classname=job.label)]))
             continue
         for suite in src.iter('testsuite'):
             suite.set('name', f"{job.label}: {suite.get('name', '')}")
             for tc in suite.iter('testcase'):
                 tc.set('classname', f"{job.label}: {tc.get('classname', '')}")
-            top.append(suite)
+            suites.append(suite)
     if problems:
-        suite = ET.SubElement(top, 'testsuite', name=MERGE_SUITE)
-        for i, p in enumerate(problems, 1):
-            tc = ET.SubElement(suite, 'testcase', classname=MERGE_SUITE, name=f'problem {i}')
-            ET.SubElement(tc, 'error', message=junit.clean(p))
-    for suite in top.iter('testsuite'):
-        suite.set('tests', str(len(suite.findall('testcase'))))
-        for key, tag in (('failures', 'failure'), ('errors', 'error'), ('skipped', 'skipped')):
-            suite.set(key, str(len(suite.findall(f'testcase/{tag}'))))
-    for key in ('tests', 'failures', 'errors', 'skipped'):
-        top.set(key, str(sum(int(s.get(key, '0')) for s in top.iter('testsuite'))))
-    ET.indent(top)
-    return ET.ElementTree(top)
+        suites.append(junit.checks_suite(MERGE_SUITE, [
+            junit.Check(f'problem {i}', 'error', p, classname=MERGE_SUITE)
+            for i, p in enumerate(problems, 1)]))
+    for suite in suites:
+        for each in suite.iter('testsuite'):
+            junit.count(each)
+    return junit.document(suites, tuple(junit.COUNTS))
 
 
 def mutant_sets(jobs: Sequence[Job]) -> Tuple[List[str], List[str]]:
@@ -262,12 +252,12 @@ def merge_coverage(jobs: Sequence[Job], out: Path) -> List[str]:
             problems.append(f'lcov -a of {len(infos)} tracefiles failed: {res.stderr.strip()}')
             continue
         # Sources are read from the cache when this machine has the tree.
-        src = tree.cache_root()
+        src = cache.cache_root()
         missing = [] if all((src / ln[3:]).is_file() for ln in merged.read_text().splitlines()
                             if ln.startswith('SF:')) else ['--ignore-errors', 'source']
         if missing:
-            tree.log(f'KVER={kver}: the tree is not in {src}: html without source lines '
-                     '(make prepare first to have them)')
+            say.log(f'KVER={kver}: the tree is not in {src}: html without source lines '
+                    '(make prepare first to have them)')
         # Absolute: genhtml runs in the cache, where the sources are.
         res = subprocess.run(['genhtml', '--quiet', '--branch-coverage', *missing,
                               '--output-directory', str((out / f'html-{kver}').resolve()),
@@ -276,7 +266,7 @@ def merge_coverage(jobs: Sequence[Job], out: Path) -> List[str]:
                              check=False)
         if res.returncode != 0:
             problems.append(f'genhtml of {merged} failed: {res.stderr.strip()}')
-        tree.log(f'KVER={kver}: {len(infos)} tracefiles -> {merged}')
+        say.log(f'KVER={kver}: {len(infos)} tracefiles -> {merged}')
     return problems
 
 
@@ -288,7 +278,7 @@ def merge(dirs: Sequence[Path], out: Path) -> int:
             continue        # DIRS=out/* names the merge's own output too
         try:
             jobs.append(read_job(d))
-        except tree.PrepareError as e:
+        except say.PrepareError as e:
             problems.append(str(e))
     labels: Dict[str, Path] = {}
     for job in jobs:
@@ -306,10 +296,10 @@ def merge(dirs: Sequence[Path], out: Path) -> int:
     merge_junit(jobs, problems).write(out / 'junit.xml', encoding='utf-8',
                                       xml_declaration=True)
     try:
-        reports = [kcidb.report(j.path) for j in jobs if (j.path / 'verdict.json').is_file()]
+        reports = [kcidbrun.report(j.path) for j in jobs if (j.path / 'verdict.json').is_file()]
         if reports:
             kcidb.write(out / 'kcidb.json', kcidb.merge(reports))
-    except kcidb.ExportError as e:
+    except kcidbrun.ExportError as e:
         problems.append(str(e))
     ok = bool(jobs) and all(j.ok for j in jobs) and not problems
     found = findings(jobs)

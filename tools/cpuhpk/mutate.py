@@ -36,15 +36,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import (arch, cache, execute, junit, mutant_guests, proc, runspec, say,
+                    tree, usertree, verdict)
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
 
-from cpuhpk import (arch, execute, junit, mutant_guests, proc, runspec, tree, usertree,  # noqa: E402
-                    verdict)
-from cpuhpk.runspec import RunSpec  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
 # What a test gives: these categories kill a mutant. 'build' makes it invalid;
 # the others (prepare, console, interrupted, ...) say the run itself failed.
@@ -128,7 +124,7 @@ def run_child(spec: RunSpec, env: Dict[str, str]) -> int:
     under them."""
     with subprocess.Popen([sys.executable, str(RUN_PY), *spec.argv()], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          pass_fds=tree.lock_fds(), start_new_session=True) as child:
+                          pass_fds=cache.lock_fds(), start_new_session=True) as child:
         return proc.wait_group(child, CHILD_GRACE)
 
 
@@ -164,10 +160,6 @@ def run_one(patch: Path, t: tree.Tree, guests: Dict[str, RunSpec], out: Path,
                                lines=lines, runs=runs)
 
 
-# The verdicts that fail a mutant's testcase; the others but killed are errors.
-FAILING = ('survived', 'not-covered')
-
-
 def guests_run(o: Outcome) -> str:
     """'flat survived 41 s, smt killed 55 s': the guests that ran @o, in order."""
     return ', '.join(f'{r.guest} {r.verdict} {r.seconds:.0f} s' for r in o.runs)
@@ -183,28 +175,21 @@ def note(o: Outcome) -> str:
 def report_junit(outcomes: Sequence[Outcome]) -> ET.ElementTree:
     """One testcase per mutant: killed passes, survived and not covered
     fail, the rest are errors."""
-    top = ET.Element('testsuites')
-    suite = ET.SubElement(top, 'testsuite', name='mutants')
+    checks = []
     for o in outcomes:
-        tc = ET.SubElement(suite, 'testcase', classname=f'mutants.{o.road or "none"}',
-                           name=o.mutant, time=f'{o.seconds:.1f}')
         ran = f' (guests run: {guests_run(o)})' if o.runs else ''
         if o.verdict == 'survived':
-            ET.SubElement(tc, 'failure', message=junit.clean(f'survived: {o.promise}{ran}'))
+            status, message, text = 'failed', f'survived: {o.promise}{ran}', ''
         elif o.verdict == 'not-covered':
-            ET.SubElement(tc, 'failure', message=junit.clean(f'not covered: {o.by}'))
+            status, message, text = 'failed', f'not covered: {o.by}', ''
         elif o.verdict != 'killed':
-            ET.SubElement(tc, 'error', message=junit.clean(f'{o.verdict}: {o.by}{ran}')).text = \
-                junit.clean(o.detail) or None
+            status, message, text = 'error', f'{o.verdict}: {o.by}{ran}', o.detail
         else:
-            ET.SubElement(tc, 'system-out').text = junit.clean(
-                f'killed on the {o.guest} guest by {o.by}{ran}')
-    for el in (suite, top):
-        el.set('tests', str(len(outcomes)))
-        el.set('failures', str(sum(o.verdict in FAILING for o in outcomes)))
-        el.set('errors', str(sum(o.verdict not in (*FAILING, 'killed') for o in outcomes)))
-    ET.indent(top)
-    return ET.ElementTree(top)
+            status, message, text = 'passed', '', f'killed on the {o.guest} guest by {o.by}{ran}'
+        checks.append(junit.Check(o.mutant, status, message, text,
+                                  classname=f'mutants.{o.road or "none"}', seconds=o.seconds))
+    return junit.document([junit.checks_suite('mutants', checks)],
+                          totals=('tests', 'failures', 'errors'))
 
 
 def main(argv: Sequence[str]) -> int:
@@ -238,7 +223,7 @@ def main(argv: Sequence[str]) -> int:
                    tree=runspec.tree_spec(args))
     try:
         user = spec.resolved()
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     spec = spec.for_user(user)
@@ -260,7 +245,7 @@ def main(argv: Sequence[str]) -> int:
     # ended and the mutant reversed before the process ends.
     proc.raise_on_signals((signal.SIGTERM,))
     try:
-        return tree.locked(f'make mutate KVER={spec.kver}', lambda: mutate(
+        return cache.locked(f'make mutate KVER={spec.kver}', lambda: mutate(
             spec, user, patches, args.shard, args.timeout, total))
     except proc.Interrupted as e:
         return 128 + e.signum

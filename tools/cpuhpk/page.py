@@ -1,7 +1,7 @@
 """out/<run>/index.html: the run at a glance, one self-contained page.
 
 Written from what the run left in its directory, every time its verdict is
-written (judging.write_outputs()) and once more when the run ends (coverage):
+written (outputs.write_outputs()) and once more when the run ends (coverage):
 the verdict and counts at the top, every problem with its case and quoted
 output (one row per finding: the same report or failure in many cases or
 parameters, one key, is one row listing them; a kernel report's frames

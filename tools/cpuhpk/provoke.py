@@ -31,13 +31,9 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import cache, execute, gcov, guest, hygiene, kunitcmd, packages, say, tree
+from cpuhpk.paths import REPO
 
-from cpuhpk import execute, gcov, hygiene, kunitcmd, tree  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / 'tools' / 'tests' / 'data' / 'reports'
 MARK = 'cpuhp-kunit: provoke '
 END = 'cpuhp-kunit: provoke end'
@@ -170,13 +166,13 @@ def check(boot: Boot, lines: Sequence[str]) -> Tuple[List[str], Dict[str, List[s
 
 def boot_kernel(boot: Boot, bzimage: Path, work: Path, console: Path, smp: int,
                 timeout: int) -> None:
-    initrd = gcov.make_initramfs(work / f'{boot.name}.cpio', init_script(boot))
+    initrd = guest.make_initramfs(work / f'{boot.name}.cpio', init_script(boot))
     append = ' '.join(['console=ttyS0', 'kunit.enable=0', 'panic=-1', 'kasan_multi_shot',
                        'rdinit=/init', boot.args]).strip()
     cmd = ['qemu-system-x86_64', '-nodefaults', '-m', '2048', '-smp', str(smp),
            '-kernel', str(bzimage), '-initrd', str(initrd), '-append', append,
            '-no-reboot', '-nographic', '-serial', 'stdio', '-bios', 'qboot.rom']
-    tree.log(f'boot {boot.name}: {" ".join(p.crashtype for p in boot.provokes)}')
+    say.log(f'boot {boot.name}: {" ".join(p.crashtype for p in boot.provokes)}')
     with open(console, 'w') as f:
         try:
             subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
@@ -190,14 +186,14 @@ def build(t: tree.Tree, build_dir: Path, jobs: int) -> None:
            f'--kunitconfig={kunitcmd.fragment("default")}',
            f'--kunitconfig={kunitcmd.fragment("reports")}',
            f'--build_dir={build_dir}', f'--jobs={jobs}']
-    tree.log('building ' + ' '.join(cmd[2:]))
+    say.log('building ' + ' '.join(cmd[2:]))
     rc = subprocess.run(cmd, cwd=t.path, timeout=execute.BUILD_TIMEOUT, check=False).returncode
     if rc:
-        raise tree.PrepareError(f'the reports kernel did not build (kunit.py exited {rc})')
+        raise say.PrepareError(f'the reports kernel did not build (kunit.py exited {rc})')
 
 
 def reports(args: argparse.Namespace) -> int:
-    tree.ensure_packages(gcov.PACKAGES)
+    packages.ensure_packages([*guest.PACKAGES, *gcov.PACKAGES])
     t = tree.prepare(args.kver, REPO)
     build_dir = execute.build_dir_of(t, 'reports')
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -213,7 +209,7 @@ def reports(args: argparse.Namespace) -> int:
                     console, args.smp, args.timeout)
         errs, found = check(boot, console.read_text(errors='replace').splitlines())
         for name, kinds in found.items():
-            tree.log(f'  {boot.name}: {name or "(boot)"}: {", ".join(kinds) or "no report"}')
+            say.log(f'  {boot.name}: {name or "(boot)"}: {", ".join(kinds) or "no report"}')
         errors += errs
         if args.record:
             RECORDINGS.mkdir(parents=True, exist_ok=True)
@@ -221,7 +217,7 @@ def reports(args: argparse.Namespace) -> int:
     for e in errors:
         print(f'cpuhp-kunit: FAIL: {e}')
     print('cpuhp-kunit: PASS' if not errors else 'cpuhp-kunit: FAIL')
-    tree.log(f'consoles in {out}' + (f', recorded into {RECORDINGS}' if args.record else ''))
+    say.log(f'consoles in {out}' + (f', recorded into {RECORDINGS}' if args.record else ''))
     return 1 if errors else 0
 
 
@@ -238,7 +234,7 @@ def main(argv: Sequence[str]) -> int:
     unknown = set(args.boots) - {b.name for b in BOOTS}
     if unknown:
         ap.error('no such boot: ' + ', '.join(sorted(unknown)))
-    return tree.locked(f'make reports KVER={args.kver}', lambda: reports(args))
+    return cache.locked(f'make reports KVER={args.kver}', lambda: reports(args))
 
 
 if __name__ == '__main__':

@@ -2,7 +2,7 @@
 `make judge`: the same verdict on a console log captured anywhere.
 
 The options (runspec.parser()) make a RunSpec: make judge judges its
-console (judging.judge_file()), make run runs it (execute.execute()).
+console (outputs.judge_file()), make run runs it (execute.execute()).
 
 Every run also yields the coverage of kernel/cpu.c and timekeeping.c: the
 kernel profiles those two objects and its initramfs prints the gcov data
@@ -41,7 +41,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import execute, judging, runspec  # noqa: E402
+from cpuhpk import execute, outputs, runspec  # noqa: E402
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
 
@@ -52,7 +52,7 @@ def main(argv: Sequence[str]) -> int:
     if problem:
         ap.error(problem)
     if spec.console is not None:
-        return judging.judge_file(spec)
+        return outputs.judge_file(spec)
     return execute.execute(spec)
 
 

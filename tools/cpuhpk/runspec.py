@@ -2,7 +2,7 @@
 
 make run's variables reach tools/cpuhpk/run.py as options (parser());
 RunSpec.from_args() reads them into one frozen value that every module
-takes (execute.py runs it, judging.py judges its console, coverage,
+takes (execute.py runs it, outputs.py judges its console, coverage,
 mutate, bisect, series and tree-test make their own), and
 RunSpec.argv() gives them back as options for the one place that starts a
 run as a process of its own (mutate.py). What a run's knobs decide
@@ -19,9 +19,9 @@ import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from cpuhpk import arch, tree, usertree
+from cpuhpk import arch, say, tree, usertree
+from cpuhpk.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 # The CPUs a run boots with (make SMP=): the count make test is judged at.
 DEFAULT_SMP = 4
 # The guest's CPU topologies (make TOPOLOGY=); kunitcmd.smp_arg() says what each boots.
@@ -140,7 +140,7 @@ class RunSpec:
         return None
 
     def resolved(self) -> Optional[usertree.Resolved]:
-        """The user's tree read (TREE=), None without one; raises tree.PrepareError."""
+        """The user's tree read (TREE=), None without one; raises say.PrepareError."""
         return usertree.resolve(self.tree, REPO) if self.tree is not None else None
 
     def for_user(self, user: Optional[usertree.Resolved]) -> RunSpec:
@@ -205,7 +205,7 @@ def commit() -> str:
         head = tree.git(REPO, 'rev-parse', '--short=12', 'HEAD').stdout.strip()
         dirty = tree.git(REPO, 'status', '--porcelain', '--', 'kunit', 'src', 'kconfigs',
                          'tools/cpuhpk').stdout.strip()
-    except (OSError, tree.PrepareError):
+    except (OSError, say.PrepareError):
         return ''
     return head + ('-dirty' if dirty else '')
 

@@ -29,17 +29,12 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
-
-from cpuhpk import arch, judging, proc, seriesplan, tree, verdict  # noqa: E402
-from cpuhpk.runspec import RunSpec  # noqa: E402
-from cpuhpk.seriesmake import (BASE_TREE, cpus, git, identity, make_series,  # noqa: E402
+from cpuhpk import arch, cache, outputs, packages, proc, say, seriesplan, tree, verdict
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
+from cpuhpk.seriesmake import (BASE_TREE, cpus, git, identity, make_series,
                                pristine_commit, run_command, scratch, signer)
-from cpuhpk.seriesreport import Report  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
+from cpuhpk.seriesreport import Report
 
 # make series-check: every prefix of every series builds with BASE_CONFIG
 # (a tinyconfig kernel with the suites: =m where tristate; without
@@ -149,14 +144,14 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
     src = tree.series_dir(REPO, kver)
     plan = seriesplan.read_plan(src)
     others = [arch.get(n) for n in CHECK_ARCHES]
-    tree.ensure_packages([p for a in others for p in a.packages])
+    packages.ensure_packages([p for a in others for p in a.packages])
     t = tree.prepare(kver, REPO)
     work = scratch(t)
     base = pristine_commit(work, 'baseline', f'linux-source-{kver} {t.package}')
     log = out / 'series-check.log'
     out.mkdir(parents=True, exist_ok=True)
     log.write_text('')
-    build_root = tree.cache_root() / f'series-build-{t.version}'
+    build_root = cache.cache_root() / f'series-build-{t.version}'
     def check(name: str, build_dir: Path, fragment: Sequence[str],
               a: Optional[arch.Arch] = None) -> None:
         built, why = build(work, build_dir, fragment, log, a)
@@ -203,12 +198,12 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
     letter says, and the verdict of each run's console (out/pristine-<name>/)."""
     src = tree.series_dir(REPO, kver)
     plan = seriesplan.read_plan(src)
-    package = tree.installed_version(tree.source_package(kver))
+    package = packages.installed_version(packages.source_package(kver))
     if package is None:
-        raise seriesplan.SeriesError(f'{tree.source_package(kver)} is not installed: '
+        raise seriesplan.SeriesError(f'{packages.source_package(kver)} is not installed: '
                                      'run make prepare')
-    version = tree.upstream_version(package)
-    fresh = tree.cache_root() / f'pristine-{version}'
+    version = packages.upstream_version(package)
+    fresh = cache.cache_root() / f'pristine-{version}'
     shutil.rmtree(fresh, ignore_errors=True)
     tree.extract(kver, package, fresh)
     base = pristine_commit(fresh, 'baseline', f'linux-source-{kver} {package}')
@@ -236,7 +231,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
         # One kept build directory per series (their .kunitconfigs differ: one
         # shared directory was reconfigured and rebuilt twice a run): make
         # rebuilds only what changed since that series' last run.
-        kept = tree.cache_root() / f'pristine-kunit-{version}-{s.name}'
+        kept = cache.cache_root() / f'pristine-kunit-{version}-{s.name}'
         if kept.is_dir():
             kept.rename(fresh / '.kunit')
         try:
@@ -256,7 +251,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 report.add(what, False, 'kunit.py ' + (
                     'did not end' if killed is not None else f'left no console (exit {rc})'))
                 continue
-            verdict_rc = judging.judge_file(pristine_spec(console, kver, cpus(s, smp), s.filter, dest, any(
+            verdict_rc = outputs.judge_file(pristine_spec(console, kver, cpus(s, smp), s.filter, dest, any(
                 p.startswith('fixes/') for p, _ in s.patches)))
             v, _ = verdict.read_json(dest / 'verdict.json')
             passed, failed, skipped, known = v.closing_counts()
@@ -271,7 +266,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 shutil.rmtree(kept, ignore_errors=True)
                 (fresh / '.kunit').rename(kept)
     # The one shared directory earlier versions kept: superseded.
-    shutil.rmtree(tree.cache_root() / f'pristine-kunit-{version}', ignore_errors=True)
+    shutil.rmtree(cache.cache_root() / f'pristine-kunit-{version}', ignore_errors=True)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -307,14 +302,14 @@ def main(argv: Sequence[str]) -> int:
                 series_check(args.kver, who, out, report)
             if args.pristine:
                 series_pristine(args.kver, out, args.smp, args.timeout, report)
-        except (seriesplan.SeriesError, tree.PrepareError) as e:
+        except (seriesplan.SeriesError, say.PrepareError) as e:
             report.add('series', False, str(e))
         return report.finish(out)
 
     try:
         who = signer(args.author, args.author_of_head)
-        return tree.locked(f'series {args.kver}', job)
-    except (seriesplan.SeriesError, tree.PrepareError) as e:
+        return cache.locked(f'series {args.kver}', job)
+    except (seriesplan.SeriesError, say.PrepareError) as e:
         print(f'cpuhp-kunit: series: {e}', file=sys.stderr)
         return 2
 

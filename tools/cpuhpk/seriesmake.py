@@ -22,10 +22,10 @@ import textwrap
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import seriesplan, tree
+from cpuhpk import cache, say, seriesplan, tree
+from cpuhpk.paths import REPO
 from cpuhpk.seriesreport import Report
 
-REPO = Path(__file__).resolve().parents[2]
 # The patches carry this identity until a user's replaces it.
 PLACEHOLDER = 'dev@cpuhp-kunit.example'
 # The pristine commit: the tree of the tarball under a fixed identity and
@@ -66,7 +66,7 @@ def for_kernel(text: str, version: str, drop_compat: bool,
     code = version_code(version)
     try:
         text = tree.harness_view(text, False, parts)
-    except tree.PrepareError as e:
+    except say.PrepareError as e:
         raise seriesplan.SeriesError(str(e)) from None
     for n, line in enumerate(text.split('\n'), 1):
         m = _VERSION_IF.match(line)
@@ -417,7 +417,7 @@ def kinds(found: Sequence[str]) -> Dict[str, int]:
 
 def scratch(t: tree.Tree) -> Path:
     """A clone of the cached tree to build the series in (outside the repository)."""
-    work = tree.cache_root() / f'series-{t.version}'
+    work = cache.cache_root() / f'series-{t.version}'
     if (work / '.git').is_dir():
         try:
             git(work, 'fetch', '-q', '--force', str(t.path), 'baseline:refs/tags/baseline')

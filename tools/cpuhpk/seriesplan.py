@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from cpuhpk import tree
+from cpuhpk.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 # The 6.1 compat header of kunit/; a plan with drop-compat posts no patch adding it.
 COMPAT = 'cpuhp_kunit_compat.h'
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List
+
+from cpuhpk import junit
 
 
 @dataclass
@@ -45,20 +46,11 @@ class Report:
         (out / 'series.json').write_text(json.dumps(
             {'kver': self.kver, 'kind': self.kind, 'verdict': 'pass' if self.ok else 'fail',
              'checks': [vars(c) for c in self.checks]}, indent=1) + '\n')
-        suite = ET.Element('testsuite', name=f'{self.kind} KVER={self.kver}',
-                           tests=str(len(self.checks)),
-                           failures=str(sum(not c.ok for c in self.checks)))
-        for c in self.checks:
-            tc = ET.SubElement(suite, 'testcase', classname=self.kind, name=c.name)
-            if not c.ok:
-                ET.SubElement(tc, 'failure', message=c.detail.splitlines()[0] if c.detail
-                              else 'failed').text = c.detail
-            elif c.detail:
-                ET.SubElement(tc, 'system-out').text = c.detail
-        top = ET.Element('testsuites')
-        top.append(suite)
-        ET.indent(top)
-        ET.ElementTree(top).write(out / 'junit.xml', encoding='utf-8', xml_declaration=True)
+        checks = [junit.Check(c.name, 'passed' if c.ok else 'failed',
+                              '' if c.ok else c.detail.splitlines()[0] if c.detail else 'failed',
+                              c.detail, classname=self.kind) for c in self.checks]
+        junit.save(out / 'junit.xml', junit.document([junit.checks_suite(
+            f'{self.kind} KVER={self.kver}', checks, counted=('tests', 'failures'))]))
         lines = [f"{'ok  ' if c.ok else 'FAIL'}  {c.name}: {c.detail}" for c in self.checks]
         lines.append(f'cpuhp-kunit {self.kind} {self.kver}: ' + ('PASS' if self.ok else 'FAIL'))
         (out / 'summary.txt').write_text('\n'.join(lines) + '\n')

@@ -10,9 +10,7 @@ leaves make with nothing to rebuild.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import os
 import re
@@ -20,7 +18,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
+
+if __package__ in (None, ''):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+
+from cpuhpk import cache, packages, say  # noqa: E402
+from cpuhpk.paths import REPO  # noqa: E402
 
 # Debian packages the build and the QEMU run need, besides linux-source-<KVER>.
 BUILD_PACKAGES = (
@@ -34,21 +39,6 @@ SERIES_STAMP = 'cpuhp-kunit-series'
 INSTALLED_STAMP = 'cpuhp-kunit-installed'
 HEADS_STAMP = 'cpuhp-kunit-heads'      # fingerprint -> HEAD, of every series applied
 GIT_IDENTITY = ('-c', 'user.name=cpuhp-kunit', '-c', 'user.email=cpuhp-kunit@localhost')
-
-
-class PrepareError(Exception):
-    """A step failed; the message is the one line to show the user."""
-
-
-class LockBusy(PrepareError):
-    """The cache is in use by another run and CPUHP_KUNIT_NOWAIT=1."""
-
-
-# Environment variable by which a run hands its lock on the cache to the runs
-# it starts itself (make mutate -> run.py): the number of an inherited file
-# descriptor of the lock file, whose flock is then already held.
-LOCK_FD_ENV = 'CPUHP_KUNIT_LOCK_FD'
-_lock_depth = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,187 +59,13 @@ class Tree:
         return self.path / 'tools' / 'testing' / 'kunit' / 'kunit.py'
 
 
-def cache_root() -> Path:
-    """The cache directory: $CPUHP_KUNIT_CACHE or ~/.cache/cpuhp-kunit."""
-    env = os.environ.get('CPUHP_KUNIT_CACHE')
-    if env:
-        return Path(env).expanduser().resolve()
-    return Path.home() / '.cache' / 'cpuhp-kunit'
-
-
-def _inherited_lock(path: Path) -> Optional[int]:
-    """The lock file descriptor handed down by a parent run, if it is one."""
-    value = os.environ.get(LOCK_FD_ENV, '')
-    if not value.isdigit():
-        return None
-    try:
-        held, want = os.fstat(int(value)), os.stat(path)
-    except OSError:
-        return None
-    return int(value) if (held.st_dev, held.st_ino) == (want.st_dev, want.st_ino) else None
-
-
-@contextlib.contextmanager
-def cache_lock(what: str) -> Iterator[int]:
-    """Hold the cache's lock (flock on <cache>/lock) for prepare, build and boot.
-
-    Two runs sharing a cache would apply the series over each other or build
-    in the same directory. A second run waits, saying for whom, or with
-    CPUHP_KUNIT_NOWAIT=1 fails at once. Re-entrant within a process (make
-    coverage runs make run's code); handed to child runs through an inherited
-    descriptor (LOCK_FD_ENV, see lock_fds()). Yields the descriptor.
-    """
-    global _lock_depth
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / 'lock'
-    if _lock_depth:
-        _lock_depth += 1
-        try:
-            yield int(os.environ[LOCK_FD_ENV])
-        finally:
-            _lock_depth -= 1
-        return
-    fd = _inherited_lock(path)
-    inherited = fd is not None
-    if fd is None:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = path.read_text(errors='replace').strip() or 'another run'
-            if os.environ.get('CPUHP_KUNIT_NOWAIT') == '1':
-                raise LockBusy(f'the cache {root} is in use ({holder}); not waiting '
-                               '(CPUHP_KUNIT_NOWAIT=1)') from None
-            log(f'waiting for the cache {root}: in use ({holder})')
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        if not inherited:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f'pid {os.getpid()}: {what}\n'.encode(), 0)
-        os.set_inheritable(fd, True)
-        previous = os.environ.get(LOCK_FD_ENV)
-        os.environ[LOCK_FD_ENV] = str(fd)
-        _lock_depth = 1
-        try:
-            yield fd
-        finally:
-            _lock_depth = 0
-            if previous is None:
-                os.environ.pop(LOCK_FD_ENV, None)
-            else:
-                os.environ[LOCK_FD_ENV] = previous
-    finally:
-        if not inherited:
-            os.close(fd)
-
-
-def locked(what: str, job: Callable[[], int]) -> int:
-    """Exit status of @job run under the cache lock; 1 with one line on a PrepareError."""
-    try:
-        with cache_lock(what):
-            return job()
-    except PrepareError as e:
-        print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
-        return 1
-
-
-def lock_fds() -> Tuple[int, ...]:
-    """Descriptors a child run must inherit to share this process's cache lock."""
-    value = os.environ.get(LOCK_FD_ENV, '')
-    return (int(value),) if _lock_depth and value.isdigit() else ()
-
-
-def log(msg: str) -> None:
-    print(f'cpuhp-kunit: {msg}', flush=True)
-
-
-def source_package(kver: str) -> str:
-    return f'linux-source-{kver}'
-
-
-def upstream_version(package_version: str) -> str:
-    """'6.12.118-1~deb12u1' -> '6.12.118' (the Debian revision dropped)."""
-    upstream = package_version.split(':', 1)[-1].rsplit('-', 1)[0]
-    if not upstream or not upstream[0].isdigit():
-        raise PrepareError(f'cannot read an upstream version from {package_version!r}')
-    return upstream
-
-
-def installed_version(package: str) -> Optional[str]:
-    """The installed version of a Debian package, or None."""
-    res = subprocess.run(['dpkg-query', '-W', '-f=${db:Status-Status} ${Version}', package],
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        return None
-    status, _, version = res.stdout.partition(' ')
-    return version if status == 'installed' else None
-
-
-def missing_packages(packages: Sequence[str]) -> List[str]:
-    return [p for p in packages if installed_version(p) is None]
-
-
-def candidate(package: str) -> Optional[str]:
-    """apt's candidate version of @package (e.g. 'busybox-static:arm64'), or None."""
-    res = subprocess.run(['apt-cache', 'policy', package], capture_output=True, text=True,
-                         check=False)
-    m = re.search(r'Candidate: (\S+)', res.stdout)
-    return m.group(1) if m is not None and m.group(1) != '(none)' else None
-
-
-def known_to_apt(package: str) -> bool:
-    """Whether apt has a candidate for @package (installed or installable)."""
-    return candidate(package) is not None
-
-
-def similar_sources() -> List[str]:
-    res = subprocess.run(['apt-cache', 'pkgnames', 'linux-source-'], capture_output=True,
-                         text=True, check=False)
-    return sorted(n for n in res.stdout.split() if re.fullmatch(r'linux-source-[\d.]+', n))
-
-
-def ensure_packages(packages: Sequence[str]) -> None:
-    """Install what is missing when root; otherwise fail naming it."""
-    missing = missing_packages(packages)
-    if not missing:
-        return
-    unknown = [p for p in missing if p.startswith('linux-source-') and not known_to_apt(p)]
-    if unknown and os.geteuid() != 0:
-        known = ', '.join(similar_sources()) or 'none (run apt-get update as root?)'
-        raise PrepareError(f'{unknown[0]} is unknown to apt: no such kernel series '
-                           f'(KVER={unknown[0].removeprefix("linux-source-")}); apt knows: '
-                           f'{known}')
-    cmd = 'apt-get install -y ' + ' '.join(missing)
-    if os.geteuid() != 0:
-        raise PrepareError(f'missing packages: {" ".join(missing)}; this is not root: '
-                           f"run '{cmd}' as root")
-    log(f'installing {" ".join(missing)}')
-    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
-    for args in (['apt-get', 'update', '-qq'],
-                 ['apt-get', 'install', '-y', '-q', '--no-install-recommends', *missing]):
-        res = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
-        if res.returncode != 0:
-            tail = (res.stderr or res.stdout).strip().splitlines()[-1:]
-            if args[1] == 'install':
-                unknown = [p for p in missing if p.startswith('linux-source-')
-                           and not known_to_apt(p)]
-                if unknown:
-                    known = ', '.join(similar_sources()) or 'none'
-                    raise PrepareError(f'{unknown[0]} is unknown to apt: no such kernel '
-                                       f'series; apt knows: {known}')
-            raise PrepareError(f"'{' '.join(args)}' failed: {' '.join(tail)}")
-    still = missing_packages(packages)
-    if still:
-        raise PrepareError(f'packages still missing after apt-get: {" ".join(still)}')
-
 
 def git(tree: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     res = subprocess.run(['git', *GIT_IDENTITY, '-C', str(tree), *args],
                          capture_output=True, text=True, check=False)
     if check and res.returncode != 0:
-        raise PrepareError(f"git {' '.join(args)} in {tree} failed: "
-                           f'{(res.stderr or res.stdout).strip()}')
+        raise say.PrepareError(f"git {' '.join(args)} in {tree} failed: "
+                               f'{(res.stderr or res.stdout).strip()}')
     return res
 
 
@@ -268,22 +84,23 @@ def extract(kver: str, package: str, dest: Path, tarball: Optional[Path] = None)
     """Extract /usr/src/linux-source-<kver>.tar.xz to dest and commit it as baseline."""
     tarball = tarball or Path('/usr/src') / f'linux-source-{kver}.tar.xz'
     if not tarball.is_file():
-        raise PrepareError(f'{tarball} not found although {source_package(kver)} is installed')
+        raise say.PrepareError(f'{tarball} not found although '
+                               f'{packages.source_package(kver)} is installed')
     tmp = dest.with_name(dest.name + '.partial')
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    log(f'extracting {tarball} to {dest}')
+    say.log(f'extracting {tarball} to {dest}')
     res = subprocess.run(['tar', '-xf', str(tarball), '-C', str(tmp), '--strip-components=1'],
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         why = (res.stderr.strip().splitlines() or [f'exit status {res.returncode}'])[-1]
-        raise PrepareError(f'extracting {tarball} to {dest.parent} failed: {why}')
+        raise say.PrepareError(f'extracting {tarball} to {dest.parent} failed: {why}')
     git(tmp, 'init', '-q')
     git(tmp, 'config', 'gc.auto', '0')
     # -f: the tarball is the baseline, whatever its .gitignore files say.
     git(tmp, 'add', '-A', '-f')
-    git(tmp, 'commit', '-q', '-m', f'baseline: {source_package(kver)} {package}')
+    git(tmp, 'commit', '-q', '-m', f'baseline: {packages.source_package(kver)} {package}')
     git(tmp, 'tag', 'baseline')
     stamp(tmp, PACKAGE_STAMP).write_text(package)
     shutil.rmtree(dest, ignore_errors=True)
@@ -295,8 +112,8 @@ def series_dir(repo: Path, kver: str) -> Path:
     src = repo / 'src' / kver
     if not (src / 'series').is_file():
         known = ', '.join(sorted(p.parent.name for p in (repo / 'src').glob('*/series')))
-        raise PrepareError(f'no src/{kver}/series: KVER={kver} has no kernel changes here '
-                           f'(series with some: {known or "none"})')
+        raise say.PrepareError(f'no src/{kver}/series: KVER={kver} has no kernel changes here '
+                               f'(series with some: {known or "none"})')
     return src
 
 
@@ -309,8 +126,8 @@ def series_files(src: Path) -> List[Path]:
     patches = [src / n for n in names if n and not n.startswith('#')]
     for p in patches:
         if not p.is_file():
-            raise PrepareError(f'{src.parent.name}/{src.name}/series names {p.name}, '
-                               'which does not exist')
+            raise say.PrepareError(f'{src.parent.name}/{src.name}/series names {p.name}, '
+                                   'which does not exist')
     return patches
 
 
@@ -350,7 +167,7 @@ def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> No
                            check=False).returncode == 0:
         git(tree, 'am', '--abort', check=False)
         git(tree, 'reset', '-q', '--hard', known[fp])
-        log(f'switched to the series{" and its fixes" if fixes else ""} applied before')
+        say.log(f'switched to the series{" and its fixes" if fixes else ""} applied before')
         stamp(tree, SERIES_STAMP).write_text(f'{fp} {known[fp]}')
         return
     git(tree, 'am', '--abort', check=False)
@@ -361,10 +178,10 @@ def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> No
             git(tree, 'am', '--abort', check=False)
             git(tree, 'reset', '-q', '--hard', 'baseline')
             reason = ' '.join((res.stderr or res.stdout).strip().splitlines()[:3])
-            raise PrepareError(f'patch {p.name} does not apply to linux {version}: {reason}')
-    log(f'applied {len(patches)} patch(es) from {src.parent.name}/{src.name}/series'
-        f'{" and fixes/series" if fixes else ""} '
-        f'on linux {version}')
+            raise say.PrepareError(f'patch {p.name} does not apply to linux {version}: {reason}')
+    say.log(f'applied {len(patches)} patch(es) from {src.parent.name}/{src.name}/series'
+            f'{" and fixes/series" if fixes else ""} '
+            f'on linux {version}')
     head = git(tree, 'rev-parse', 'HEAD').stdout.strip()
     stamp(tree, SERIES_STAMP).write_text(f'{fp} {head}')
     known[fp] = head
@@ -387,9 +204,9 @@ def check_clean(tree: Path) -> None:
                                                                    else ')')
                 if extra else f'HEAD {head[:12]} instead of {want[:12]}')
         if os.environ.get('CPUHP_KUNIT_DIRTY') == '1':
-            log(f'testing a tree that is not its src/<KVER>/series: {what}')
+            say.log(f'testing a tree that is not its src/<KVER>/series: {what}')
         else:
-            raise PrepareError(
+            raise say.PrepareError(
                 f'the cached tree {tree} is not what src/<KVER>/series makes of the baseline: '
                 f"{what}; export them with "
                 + ("git format-patch into src/<KVER>/fixes/ (this is FIXES=1's tree)"
@@ -403,11 +220,12 @@ def check_clean(tree: Path) -> None:
     if not changed:
         return
     if os.environ.get('CPUHP_KUNIT_DIRTY') == '1':
-        log(f'testing local changes in {tree}: {" ".join(changed)}')
+        say.log(f'testing local changes in {tree}: {" ".join(changed)}')
         return
-    raise PrepareError(f'the cached tree {tree} has local changes in {" ".join(changed[:5])}: '
-                       f"run 'git -C {tree} checkout -- .' to drop them, or set "
-                       'CPUHP_KUNIT_DIRTY=1 to test them')
+    raise say.PrepareError(f'the cached tree {tree} has local changes in '
+                           f'{" ".join(changed[:5])}: '
+                           f"run 'git -C {tree} checkout -- .' to drop them, or set "
+                           'CPUHP_KUNIT_DIRTY=1 to test them')
 
 
 def read_manifest(kunit: Path) -> Dict[str, str]:
@@ -426,11 +244,11 @@ def read_manifest(kunit: Path) -> Dict[str, str]:
             continue
         parts = line.split()
         if len(parts) != 2 or parts[1].startswith('/') or '..' in parts[1].split('/'):
-            raise PrepareError(f'kunit/MANIFEST:{n}: expected "<file> <relative tree path>"')
+            raise say.PrepareError(f'kunit/MANIFEST:{n}: expected "<file> <relative tree path>"')
         if not (kunit / parts[0]).is_file():
-            raise PrepareError(f'kunit/MANIFEST:{n}: kunit/{parts[0]} does not exist')
+            raise say.PrepareError(f'kunit/MANIFEST:{n}: kunit/{parts[0]} does not exist')
         if parts[1] in entries:
-            raise PrepareError(f'kunit/MANIFEST:{n}: {parts[1]} is written twice')
+            raise say.PrepareError(f'kunit/MANIFEST:{n}: {parts[1]} is written twice')
         entries[parts[1]] = parts[0]
     return entries
 
@@ -474,7 +292,7 @@ def harness_view(text: str, harness: bool, parts: Optional[Sequence[str]] = None
         mh, mp = _HARNESS_IF.match(d), _PART_IF.match(d)
         if mh or mp:
             if any(b.ours and b.kind == ('harness' if mh else 'part') for b in stack):
-                raise PrepareError(f'line {n}: {d} inside a block of its kind')
+                raise say.PrepareError(f'line {n}: {d} inside a block of its kind')
             if mh:
                 cond = harness != bool(mh.group(1))
             else:
@@ -487,7 +305,7 @@ def harness_view(text: str, harness: bool, parts: Optional[Sequence[str]] = None
         elif d.startswith('#el') and stack:
             top = stack[-1]
             if top.ours and (d.startswith('#elif') or top.kind == 'part'):
-                raise PrepareError(f'line {n}: {d.split()[0]} in a {top.kind} block')
+                raise say.PrepareError(f'line {n}: {d.split()[0]} in a {top.kind} block')
             if top.ours:
                 top.keep = top.outer and not top.cond
                 continue
@@ -499,7 +317,7 @@ def harness_view(text: str, harness: bool, parts: Optional[Sequence[str]] = None
         if keep:
             out.append(line)
     if stack:
-        raise PrepareError(f'a #if without #endif ({len(stack)} open at the end)')
+        raise say.PrepareError(f'a #if without #endif ({len(stack)} open at the end)')
     return '\n'.join(out)
 
 
@@ -515,8 +333,8 @@ def install_kunit(tree: Path, kunit: Path) -> None:
         if HARNESS_MACRO in source or PART_MACRO in source:
             try:
                 source = harness_view(source, True)
-            except PrepareError as e:
-                raise PrepareError(f'kunit/{name}: {e}') from None
+            except say.PrepareError as e:
+                raise say.PrepareError(f'kunit/{name}: {e}') from None
         data = source.encode()
         dest = tree / rel
         if dest.is_file() and dest.read_bytes() == data:
@@ -541,11 +359,12 @@ def fixes_clone(base: Path, package: str) -> Path:
     tmp = path.with_name(path.name + '.partial')
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(path, ignore_errors=True)
-    log(f'cloning {base.name} to {path.name} (the tree of FIXES=1 runs)')
+    say.log(f'cloning {base.name} to {path.name} (the tree of FIXES=1 runs)')
     res = subprocess.run(['git', 'clone', '-q', '--no-checkout', str(base), str(tmp)],
                          capture_output=True, text=True, check=False)
     if res.returncode != 0:
-        raise PrepareError(f'git clone {base} {tmp} failed: {(res.stderr or res.stdout).strip()}')
+        raise say.PrepareError(f'git clone {base} {tmp} failed: '
+                               f'{(res.stderr or res.stdout).strip()}')
     git(tmp, 'fetch', '-q', str(base), 'refs/tags/baseline:refs/tags/baseline')
     git(tmp, 'checkout', '-q', '-B', 'master', 'baseline')
     tmp.rename(path)
@@ -559,11 +378,11 @@ def prepare(kver: str, repo: Path, fixes: bool = False) -> Tree:
     With @fixes, the tree is fixes_clone()'s and its build directories are
     <version>-fixes's (Tree.key).
     """
-    ensure_packages([source_package(kver), *BUILD_PACKAGES])
-    package = installed_version(source_package(kver))
+    packages.ensure_packages([packages.source_package(kver), *BUILD_PACKAGES])
+    package = packages.installed_version(packages.source_package(kver))
     assert package is not None
-    version = upstream_version(package)
-    path = cache_root() / f'linux-{version}'
+    version = packages.upstream_version(package)
+    path = cache.cache_root() / f'linux-{version}'
     if read_stamp(path, PACKAGE_STAMP) != package:
         extract(kver, package, path)
     key = ''
@@ -577,17 +396,18 @@ def prepare(kver: str, repo: Path, fixes: bool = False) -> Tree:
 
 def tree_path(kver: str) -> Path:
     """Where the tree of the installed linux-source-<kver> lives in the cache."""
-    package = installed_version(source_package(kver))
+    package = packages.installed_version(packages.source_package(kver))
     if package is None:
-        raise PrepareError(f'{source_package(kver)} is not installed: run make prepare')
-    return cache_root() / f'linux-{upstream_version(package)}'
+        raise say.PrepareError(f'{packages.source_package(kver)} is not installed: '
+                               'run make prepare')
+    return cache.cache_root() / f'linux-{packages.upstream_version(package)}'
 
 
 def main(argv: Sequence[str]) -> int:
     import argparse
     ap = argparse.ArgumentParser(description='Prepare the cached kernel tree.')
     ap.add_argument('--kver', default='6.12')
-    ap.add_argument('--repo', type=Path, default=Path(__file__).resolve().parents[2])
+    ap.add_argument('--repo', type=Path, default=REPO)
     ap.add_argument('--path', action='store_true',
                     help='only print where the tree is; check and change nothing')
     args = ap.parse_args(argv)
@@ -595,9 +415,9 @@ def main(argv: Sequence[str]) -> int:
         if args.path:
             print(tree_path(args.kver))
             return 0
-        with cache_lock(f'make prepare KVER={args.kver}'):
+        with cache.cache_lock(f'make prepare KVER={args.kver}'):
             tree = prepare(args.kver, args.repo)
-    except PrepareError as e:
+    except say.PrepareError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
         return 1
     print(tree.path)

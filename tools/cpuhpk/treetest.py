@@ -28,18 +28,13 @@ import os
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
 
-if __package__ in (None, ''):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
+from cpuhpk import bisect, cache, execute, junit, outputs, say, tree, usertree, verdict
+from cpuhpk.paths import REPO
+from cpuhpk.runspec import RunSpec
 
-from cpuhpk import bisect, execute, judging, junit, tree, usertree, verdict  # noqa: E402
-from cpuhpk.runspec import RunSpec  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
 MUTANT = REPO / 'mutants' / 'install-no-rollback.patch'
 FILTER = 'cpuhp_install.*'
 OUT = REPO / 'out' / 'tree-test'
@@ -62,7 +57,7 @@ def ugit(repo: Path, *args: str, tick: int = 0) -> str:
     res = subprocess.run(['git', '-C', str(repo), *args], capture_output=True, text=True,
                          env=env, check=False)
     if res.returncode != 0:
-        raise tree.PrepareError(f"tree-test: git {' '.join(args)}: {res.stderr.strip()}")
+        raise say.PrepareError(f"tree-test: git {' '.join(args)}: {res.stderr.strip()}")
     return res.stdout.strip()
 
 
@@ -88,7 +83,7 @@ def append(line: str) -> Callable[[str], str]:
 def replace(old: str, new: str) -> Callable[[str], str]:
     def edit(text: str) -> str:
         if old not in text:
-            raise tree.PrepareError(f'tree-test: {old!r} not found')
+            raise say.PrepareError(f'tree-test: {old!r} not found')
         return text.replace(old, new, 1)
     return edit
 
@@ -114,7 +109,7 @@ def make_user_tree(cached: Path, dest: Path) -> Dict[str, str]:
     """The test's user tree and its branches; returns name -> commit."""
     if not (dest / '.git').is_dir():
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tree.log(f'tree-test: a user tree at {dest} from {cached} (shared objects)')
+        say.log(f'tree-test: a user tree at {dest} from {cached} (shared objects)')
         subprocess.run(['git', 'clone', '-q', '--shared', '--no-checkout', str(cached),
                         str(dest)], check=True)
     base = tree.git(cached, 'rev-parse', 'baseline^{commit}').stdout.strip()
@@ -206,7 +201,7 @@ def run_tree(user: usertree.Spec, out: Path, smp: int, timeout: int) -> int:
 
 def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
     cached = tree.prepare('6.12', REPO).path
-    user = tree.cache_root() / 'tree-test' / 'linux'
+    user = cache.cache_root() / 'tree-test' / 'linux'
     revs = make_user_tree(cached, user)
     before = snapshot(user)
     smp, timeout = int(args.smp), int(args.timeout)
@@ -215,7 +210,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
         started = time.monotonic()
         try:
             ok, detail = job()
-        except (tree.PrepareError, OSError, ValueError, KeyError) as e:
+        except (say.PrepareError, OSError, ValueError, KeyError) as e:
             ok, detail = False, f'{type(e).__name__}: {e}'
         record(Check(name, ok, detail, time.monotonic() - started))
 
@@ -234,7 +229,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
             f'{ctx.get("local")}'
 
     def judge_same() -> Tuple[bool, str]:
-        rc = judging.judge_file(RunSpec(console=OUT / 'local' / 'console.log', kver='6.12',
+        rc = outputs.judge_file(RunSpec(console=OUT / 'local' / 'console.log', kver='6.12',
                                         smp=smp, filter=FILTER, out=OUT / 'local-judge'))
         a, b = verdict_of(OUT / 'local'), verdict_of(OUT / 'local-judge')
         return rc == 1 and a[:2] == b[:2], f'make judge exit {rc}: {b[1][:3]}'
@@ -274,7 +269,7 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
 
     def tree_61() -> Tuple[bool, str]:
         cached61 = tree.prepare('6.1', REPO).path
-        user61 = tree.cache_root() / 'tree-test' / 'linux-6.1'
+        user61 = cache.cache_root() / 'tree-test' / 'linux-6.1'
         if not (user61 / '.git').is_dir():
             subprocess.run(['git', 'clone', '-q', '--shared', '--no-checkout', str(cached61),
                             str(user61)], check=True)
@@ -304,18 +299,12 @@ def checks(args: argparse.Namespace, record: Callable[[Check], None]) -> None:
 
 
 def write_junit(results: Sequence[Check], path: Path) -> None:
-    top = ET.Element('testsuites')
-    suite = ET.SubElement(top, 'testsuite', name='tree-test', tests=str(len(results)),
-                          failures=str(sum(not c.ok for c in results)))
-    for c in results:
-        tc = ET.SubElement(suite, 'testcase', classname='tree-test', name=c.name,
-                           time=f'{c.seconds:.1f}')
-        if not c.ok:
-            ET.SubElement(tc, 'failure', message=junit.clean(c.detail))
-        else:
-            ET.SubElement(tc, 'system-out').text = junit.clean(c.detail)
-    ET.indent(top)
-    ET.ElementTree(top).write(path, encoding='utf-8', xml_declaration=True)
+    checks = [junit.Check(c.name, 'passed', text=c.detail, classname='tree-test',
+                          seconds=c.seconds) if c.ok else
+              junit.Check(c.name, 'failed', c.detail, classname='tree-test', seconds=c.seconds)
+              for c in results]
+    junit.save(path, junit.document([junit.checks_suite('tree-test', checks,
+                                                        counted=('tests', 'failures'))]))
 
 
 def main(argv: Sequence[str]) -> int:
@@ -334,7 +323,7 @@ def main(argv: Sequence[str]) -> int:
         OUT.mkdir(parents=True, exist_ok=True)
         try:
             checks(args, record)
-        except tree.PrepareError as e:
+        except say.PrepareError as e:
             record(Check('prepare', False, str(e)))
         write_junit(results, OUT / 'junit.xml')
         lines = [f"{'ok  ' if c.ok else 'FAIL'} {c.name} ({c.seconds:.0f} s): {c.detail}"
@@ -344,7 +333,7 @@ def main(argv: Sequence[str]) -> int:
         (OUT / 'summary.txt').write_text('\n'.join(lines) + '\n')
         print(lines[-1])
         return 0 if ok else 1
-    return tree.locked('make tree-test', job)
+    return cache.locked('make tree-test', job)
 
 
 if __name__ == '__main__':

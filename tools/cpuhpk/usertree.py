@@ -32,7 +32,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import seriesplan, tree
+from cpuhpk import cache, packages, say, seriesplan, tree
 
 # The user's tree is read with these: no index refresh, no lock files, and a
 # tree owned by someone else is read all the same.
@@ -41,7 +41,7 @@ READ_CONFIG = ('-c', 'safe.directory=*', '-c', 'core.fsmonitor=false')
 USER_STAMP = 'cpuhp-kunit-tree'
 
 
-class SeriesConflict(tree.PrepareError):
+class SeriesConflict(say.PrepareError):
     """A patch of the series applies to the user's tree neither plainly nor three-way."""
 
 
@@ -100,8 +100,8 @@ def user_git(path: Path, *args: str, check: bool = True) -> 'subprocess.Complete
     res = subprocess.run(['git', *READ_CONFIG, '-C', str(path), *args], capture_output=True,
                          text=True, check=False, env=read_env())
     if check and res.returncode != 0:
-        raise tree.PrepareError(f"TREE={path}: git {' '.join(args)} failed: "
-                                f'{res.stderr.strip()}')
+        raise say.PrepareError(f"TREE={path}: git {' '.join(args)} failed: "
+                               f'{res.stderr.strip()}')
     return res
 
 
@@ -132,9 +132,9 @@ def choose_series(version: str, carried: Sequence[str]) -> str:
     """The nearest carried series at or below @version."""
     below = [k for k in carried if version_key(k) <= version_key(version)]
     if not below:
-        raise tree.PrepareError(f'linux {version} is older than every kernel series with a test '
-                                f'series here ({", ".join(carried) or "none"}): nothing to '
-                                'apply; SERIES=<dir of patches> to bring your own')
+        raise say.PrepareError(f'linux {version} is older than every kernel series with a test '
+                               f'series here ({", ".join(carried) or "none"}): nothing to '
+                               'apply; SERIES=<dir of patches> to bring your own')
     return below[-1]
 
 
@@ -149,32 +149,32 @@ def resolve(spec: Spec, repo: Path) -> Resolved:
     """Read REV, the version and the local changes from the user's tree."""
     path = spec.path.expanduser()
     if not path.is_dir():
-        raise tree.PrepareError(f'TREE={spec.path}: no such directory')
+        raise say.PrepareError(f'TREE={spec.path}: no such directory')
     path = path.resolve()
     spec = dataclasses.replace(spec, path=path)
     top = user_git(path, 'rev-parse', '--show-toplevel', check=False)
     if top.returncode != 0:
-        raise tree.PrepareError(f'TREE={path}: not a git work tree (TREE= takes a kernel git '
-                                'tree; for the Debian source package leave TREE empty)')
+        raise say.PrepareError(f'TREE={path}: not a git work tree (TREE= takes a kernel git '
+                               'tree; for the Debian source package leave TREE empty)')
     if Path(top.stdout.strip()).resolve() != path:
-        raise tree.PrepareError(f'TREE={path}: the top of its git tree is {top.stdout.strip()}')
+        raise say.PrepareError(f'TREE={path}: the top of its git tree is {top.stdout.strip()}')
     found = user_git(path, 'rev-parse', '--verify', '--quiet', f'{spec.rev}^{{commit}}',
                      check=False)
     if found.returncode != 0:
-        raise tree.PrepareError(f'TREE={path}: REV={spec.rev} is not a commit of this tree')
+        raise say.PrepareError(f'TREE={path}: REV={spec.rev} is not a commit of this tree')
     sha = found.stdout.strip()
     subject = user_git(path, 'log', '-1', '--format=%s', sha).stdout.strip()
     makefile = user_git(path, 'show', f'{sha}:Makefile', check=False)
     try:
         version = makefile_version(makefile.stdout if makefile.returncode == 0 else '')
     except ValueError:
-        raise tree.PrepareError(f'TREE={path}: REV={spec.rev} has no kernel Makefile with '
-                                'VERSION and PATCHLEVEL: not a kernel tree') from None
+        raise say.PrepareError(f'TREE={path}: REV={spec.rev} has no kernel Makefile with '
+                               'VERSION and PATCHLEVEL: not a kernel tree') from None
     kver = choose_series(version, carried_series(repo))
     if spec.series is not None:
         spec = dataclasses.replace(spec, series=spec.series.expanduser().resolve())
         if not spec.series or not spec.series.is_dir():
-            raise tree.PrepareError(f'SERIES={spec.series}: no such directory')
+            raise say.PrepareError(f'SERIES={spec.series}: no such directory')
     name, key = tree_key(path)
     head = user_git(path, 'rev-parse', 'HEAD').stdout.strip()
     diff: bytes = b''
@@ -199,7 +199,7 @@ def resolve(spec: Spec, repo: Path) -> Resolved:
 
 
 def clone_path(r: Resolved) -> Path:
-    return tree.cache_root() / f'tree-{r.key}'
+    return cache.cache_root() / f'tree-{r.key}'
 
 
 def objects_dir(path: Path) -> Path:
@@ -214,8 +214,8 @@ def ensure_clone(r: Resolved) -> Path:
         clone.mkdir(parents=True, exist_ok=True)
         tree.git(clone, 'init', '-q')
         tree.git(clone, 'config', 'gc.auto', '0')
-        tree.log(f'a repository of our own for {r.spec.path}: {clone} (the tree itself is '
-                 'never written to)')
+        say.log(f'a repository of our own for {r.spec.path}: {clone} (the tree itself is '
+                'never written to)')
     info = clone / '.git' / 'objects' / 'info'
     info.mkdir(parents=True, exist_ok=True)
     (info / 'alternates').write_text(f'{objects_dir(r.spec.path)}\n')
@@ -229,7 +229,7 @@ def series_patches(r: Resolved, repo: Path) -> Tuple[List[Path], str]:
         patches = tree.series_files(src) if (src / 'series').is_file() \
             else sorted(src.glob('*.patch'))
         if not patches:
-            raise tree.PrepareError(f'SERIES={src}: no series file and no *.patch')
+            raise say.PrepareError(f'SERIES={src}: no series file and no *.patch')
         return patches, f'SERIES={src}'
     return tree.series_files(tree.series_dir(repo, r.kver)), f'src/{r.kver}/series'
 
@@ -274,12 +274,12 @@ def apply_patch(clone: Path, patch: Path, r: Resolved, origin: str) -> None:
     plain = tree.git(clone, 'apply', '--check', str(patch), check=False).returncode == 0
     if not plain and tree.git(clone, 'apply', '--check', '--reverse', str(patch),
                               check=False).returncode == 0:
-        tree.log(f'{patch.name}: already in this tree, not applied')
+        say.log(f'{patch.name}: already in this tree, not applied')
         return
     res = tree.git(clone, 'am', '-q', *([] if plain else ['-3']), str(patch), check=False)
     if res.returncode == 0:
         if not plain:
-            tree.log(f'{patch.name}: applied with a three-way merge')
+            say.log(f'{patch.name}: applied with a three-way merge')
         return
     conflicted = tree.git(clone, 'diff', '--name-only', '--diff-filter=U',
                           check=False).stdout.split()
@@ -316,29 +316,29 @@ def checkout(clone: Path, r: Resolved, repo: Path) -> None:
             tree.stamp(clone, tree.INSTALLED_STAMP).unlink(missing_ok=True)
     res = tree.git(clone, 'checkout', '-q', '-f', '--detach', r.sha, check=False)
     if res.returncode != 0:
-        raise tree.PrepareError(f'checking out {r.short} of {r.spec.path} in {clone} failed: '
-                                f'{res.stderr.strip()}')
+        raise say.PrepareError(f'checking out {r.short} of {r.spec.path} in {clone} failed: '
+                               f'{res.stderr.strip()}')
     tree.git(clone, 'reset', '-q', '--hard', r.sha)
     if r.local_diff:
         applied = subprocess.run(['git', '-C', str(clone), 'apply', '--index', '--binary', '-'],
                                  input=r.local_diff, capture_output=True, check=False)
         if applied.returncode != 0:
-            raise tree.PrepareError(f'the uncommitted changes of {r.spec.path} do not apply to '
-                                    f'its HEAD {r.short}: '
-                                    f'{applied.stderr.decode(errors="replace").strip()}; '
-                                    'LOCAL=0 tests HEAD without them')
+            raise say.PrepareError(f'the uncommitted changes of {r.spec.path} do not apply to '
+                                   f'its HEAD {r.short}: '
+                                   f'{applied.stderr.decode(errors="replace").strip()}; '
+                                   'LOCAL=0 tests HEAD without them')
         tree.git(clone, 'commit', '-q', '--no-verify', '-m',
                  f'cpuhp-kunit: uncommitted changes of {r.spec.path}')
 
 
 def prepare(r: Resolved, repo: Path, fixes: bool = False) -> tree.Tree:
     """The user's tree at REV (+ local changes) with the series, ready for kunit.py."""
-    tree.ensure_packages(tree.BUILD_PACKAGES)
+    packages.ensure_packages(tree.BUILD_PACKAGES)
     clone = ensure_clone(r)
     patches, origin = series_patches(r, repo)
     if fixes:
         if r.spec.series is not None:
-            raise tree.PrepareError('FIXES=1 with SERIES=: put the fixes into your series')
+            raise say.PrepareError('FIXES=1 with SERIES=: put the fixes into your series')
         patches = patches + tree.series_files(tree.series_dir(repo, r.kver) / 'fixes')
     fp = fingerprint(r, patches, fixes)
     stamped, head = tree.series_stamp(clone)
@@ -351,15 +351,15 @@ def prepare(r: Resolved, repo: Path, fixes: bool = False) -> tree.Tree:
             harness = set(harness_patches(repo, r.kver))
             skipped = [p for p in patches if p not in harness]
             patches = [p for p in patches if p in harness]
-            tree.log(f'{r.spec.path} at {r.short} has the suites (every kunit/MANIFEST file is '
-                     f'tracked): used as it is; {len(skipped)} patch(es) of {origin} not '
+            say.log(f'{r.spec.path} at {r.short} has the suites (every kunit/MANIFEST file is '
+                    f'tracked): used as it is; {len(skipped)} patch(es) of {origin} not '
                      f'applied, {len(patches)} of the harness applied')
             origin += ' (harness only)'
         for p in patches:
             apply_patch(clone, p.resolve(), r, origin)
         if not suites:
-            tree.log(f'applied {len(patches)} patch(es) from {origin} on {r.spec.path} at '
-                     f'{r.short} (linux {r.version})')
+            say.log(f'applied {len(patches)} patch(es) from {origin} on {r.spec.path} at '
+                    f'{r.short} (linux {r.version})')
         new_head = tree.git(clone, 'rev-parse', 'HEAD').stdout.strip()
         tree.stamp(clone, tree.SERIES_STAMP).write_text(f'{fp} {new_head}')
         tree.stamp(clone, USER_STAMP).write_text(f'{r.spec.path}\n{r.sha}\n')

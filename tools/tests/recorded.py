@@ -4,7 +4,7 @@ The recordings of make run, make run CONFIG=debug, make coverage and of the
 mutant runs predate the cpuhp_sweep suite (sweep_default_console.log has it)
 and today's cases: judged against today's kunit/ sources they would miss
 them. data/recorded_cases.json holds the cases the kunit/ sources declared
-when they were recorded (verdict.declared_cases() of kunit/ at 9914cd4).
+when they were recorded (kunitspec.declared_cases() of kunit/ at 9914cd4).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from cpuhpk import judging, run, verdict
+from cpuhpk import kunitspec, outputs, run
 
 SUITES = ('cpuhp_install', 'cpuhp_rollback', 'timekeeping_crosststamp')
 CASES: Dict[str, List[str]] = json.loads(
     (Path(__file__).parent / 'data' / 'recorded_cases.json').read_text())
-_expectations = judging.expectations
+_expectations = outputs.expectations
 
 
 SWEEP_SUITES = SUITES + ('cpuhp_sweep',)
@@ -26,12 +26,12 @@ SWEEP_SUITES = SUITES + ('cpuhp_sweep',)
 
 def expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
                  userspace: bool = False,
-                 suites: Sequence[str] = SUITES) -> verdict.Expectations:
-    """judging.expectations() narrowed to the suites the recordings hold."""
+                 suites: Sequence[str] = SUITES) -> kunitspec.Expectations:
+    """outputs.expectations() narrowed to the suites the recordings hold."""
     exp = _expectations(filter_glob, context, strict, userspace)
     if exp.cases is not None:
-        exp.cases = verdict.filtered({s: c for s, c in CASES.items()
-                                      if s in suites or filter_glob}, filter_glob)
+        exp.cases = kunitspec.filtered({s: c for s, c in CASES.items()
+                                        if s in suites or filter_glob}, filter_glob)
     return exp
 
 
@@ -102,7 +102,7 @@ ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
     for s in {**ADDED_HISTORY_PATH, **ADDED_HOTPLUG_DISABLED}}
 
 
-def without(exp: verdict.Expectations, added: Dict[str, List[str]]) -> verdict.Expectations:
+def without(exp: kunitspec.Expectations, added: Dict[str, List[str]]) -> kunitspec.Expectations:
     """@exp without the cases of @added (those a recording predates)."""
     if exp.cases is not None:
         kept = {s: [c for c in cases if c not in added.get(s, [])]
@@ -113,14 +113,14 @@ def without(exp: verdict.Expectations, added: Dict[str, List[str]]) -> verdict.E
 
 
 def run_default_expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
-                             userspace: bool = False) -> verdict.Expectations:
-    """judging.expectations() without the cases added after the run_default_* recordings."""
+                             userspace: bool = False) -> kunitspec.Expectations:
+    """outputs.expectations() without the cases added after the run_default_* recordings."""
     return without(_expectations(filter_glob, context, strict, userspace),
                    ADDED_SINCE_RUN_DEFAULT)
 
 
 def derailed_expectations(filter_glob: str, context: Dict[str, str], strict: bool = False,
-                          userspace: bool = False) -> verdict.Expectations:
-    """judging.expectations() without the cases added after derailed_smp2_6.12_console.log."""
+                          userspace: bool = False) -> kunitspec.Expectations:
+    """outputs.expectations() without the cases added after derailed_smp2_6.12_console.log."""
     return without(_expectations(filter_glob, context, strict, userspace),
                    ADDED_HOTPLUG_DISABLED)

@@ -9,14 +9,16 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, coverage, execute, gcov, kunitcmd, mutate, run, runspec, series, tree
+from cpuhpk import (arch, coverage, execute, gcov, guest, kunitcmd, mutate, packages, run, say,
+                    series, tree)
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 from tests.test_run import out_name
 
 
 class ArchTest(unittest.TestCase):
     def test_unknown_architecture_names_the_known_ones(self) -> None:
-        with self.assertRaisesRegex(tree.PrepareError, 'ARCH=riscv.*x86_64 arm64'):
+        with self.assertRaisesRegex(say.PrepareError, 'ARCH=riscv.*x86_64 arm64'):
             arch.get('riscv')
 
     def test_x86_64_keeps_its_names_arm64_gets_a_suffix(self) -> None:
@@ -46,7 +48,7 @@ class ArchTest(unittest.TestCase):
 
     def test_fragments_add_the_architecture_s_own(self) -> None:
         """x86_64's hypervisor guest and PCI lines come from kconfigs/x86_64/."""
-        k = runspec.REPO / 'kconfigs'
+        k = REPO / 'kconfigs'
         self.assertEqual(kunitcmd.fragments('default', '6.12'),
                          [k / 'default.config', k / 'x86_64' / 'default.config'])
         self.assertEqual(kunitcmd.fragments('default', '6.12', 'arm64'), [k / 'default.config'])
@@ -71,15 +73,15 @@ class ArchTest(unittest.TestCase):
     def test_qemu_config_is_kunit_py_s_shape(self) -> None:
         """The generated --qemu_config parses and boots the initramfs on each arch."""
         for a in arch.ARCHES.values():
-            text = gcov.qemu_config(a, Path('/i.cpio'))
+            text = guest.qemu_config(a, Path('/i.cpio'))
             ast.parse(text)
             self.assertIn(f"qemu_arch={a.qemu_arch!r}", text)
             self.assertIn(f"'-initrd', '/i.cpio'", text)
             self.assertIn(f'console={a.console} kunit_shutdown=none rdinit=/init --', text)
-        self.assertIn("'-bios', 'qboot.rom'", gcov.qemu_config(arch.get('x86_64'), Path('/i')))
+        self.assertIn("'-bios', 'qboot.rom'", guest.qemu_config(arch.get('x86_64'), Path('/i')))
 
     def test_the_host_s_binary_for_the_host(self) -> None:
-        with mock.patch.object(tree, 'ensure_packages') as ensure:
+        with mock.patch.object(packages, 'ensure_packages') as ensure:
             self.assertEqual(arch.static_binary(arch.get('x86_64'), 'busybox-static',
                                                 'bin/busybox'), Path('/bin/busybox'))
         ensure.assert_called_once_with(['busybox-static'])

@@ -16,12 +16,11 @@ import os
 import re
 import subprocess
 import unittest
-from pathlib import Path
 from typing import Any, Dict, List
 
 from cpuhpk import matrix, mutate
+from cpuhpk.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PYTHON = '/usr/bin/python3'
 yaml: Any = importlib.import_module('yaml')
 
@@ -255,9 +254,9 @@ class MatrixListTest(unittest.TestCase):
         self.assertIn('-m cpuhpk matrix ', res.stdout)
         args = res.stdout.split('-m cpuhpk matrix', 1)[1].split()
         self.assertEqual(args[:2], ["--force", "'0'"])
-        listed = subprocess.run([PYTHON, str(REPO / 'tools/cpuhpk/matrix.py'), 'list',
-                                 *[a.strip("'") for a in args[2:]]], capture_output=True,
-                                text=True, check=True).stdout.splitlines()
+        listed = subprocess.run([PYTHON, '-m', 'cpuhpk.matrix', 'list',
+                                 *[a.strip("'") for a in args[2:]]], cwd=REPO / 'tools',
+                                capture_output=True, text=True, check=True).stdout.splitlines()
         self.assertEqual(listed, matrix_list('KVER=6.1', 'TIER=1'))
 
     def test_debian_kernel_in_matrix_not_in_test(self) -> None:

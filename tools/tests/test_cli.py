@@ -23,8 +23,7 @@ from typing import Dict, List, Sequence, Tuple
 from unittest import mock
 
 from cpuhpk import __main__ as cli
-
-REPO = Path(__file__).resolve().parents[2]
+from cpuhpk.paths import REPO
 
 
 def makefile_defaults(text: str) -> List[Tuple[str, str]]:

@@ -14,7 +14,9 @@ from unittest import mock
 from pathlib import Path
 from typing import List, Optional
 
-from cpuhpk import arch, coverage, execute, gcov, hygiene, judging, runspec, tree, verdict
+from cpuhpk import (arch, coverage, execute, gcov, guest, hygiene, kunitspec, outputs, runspec, say,
+                    verdict)
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 
 INFO = """SF:/src/kernel/cpu.c
@@ -70,14 +72,14 @@ class GcdaTransferTest(unittest.TestCase):
             (build / 'kernel').mkdir(parents=True)
             console = Path(tmp) / 'console.log'
             console.write_text(console_with(build, b'gcda bytes', damage=True))
-            with self.assertRaisesRegex(tree.PrepareError, 'damaged'):
+            with self.assertRaisesRegex(say.PrepareError, 'damaged'):
                 gcov.extract_gcda(console, build)
 
     def test_no_data_is_an_error(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             console = Path(tmp) / 'console.log'
             console.write_text('Kernel panic - not syncing\n')
-            with self.assertRaisesRegex(tree.PrepareError, 'no gcov data'):
+            with self.assertRaisesRegex(say.PrepareError, 'no gcov data'):
                 gcov.extract_gcda(console, Path(tmp))
 
 
@@ -96,7 +98,7 @@ class HostileArchiveTest(unittest.TestCase):
         console = self.root / 'console.log'
         console.write_text(console_with(self.build, payload, members=members))
         before = sorted(p for p in self.root.rglob('*') if p.name != 'console.log')
-        with self.assertRaises(tree.PrepareError) as cm:
+        with self.assertRaises(say.PrepareError) as cm:
             gcov.extract_gcda(console, self.build)
         self.assertIn(why, str(cm.exception))
         self.assertNotIn('\n', str(cm.exception))
@@ -147,7 +149,7 @@ class SelftestStatusTest(unittest.TestCase):
             for text, want in (('cpuhp-kunit: selftest exit 0\n', 0),
                                ('cpuhp-kunit: selftest exit 1\n', 1), ('nothing\n', None)):
                 console.write_text('cpuhp-kunit: selftest begin\n' + text)
-                self.assertEqual(gcov.selftest_status(console), want)
+                self.assertEqual(guest.selftest_status(console), want)
 
 
 class GcovHygieneTest(unittest.TestCase):
@@ -228,7 +230,7 @@ class InfoTest(unittest.TestCase):
 
             with mock.patch.object(execute, 'execute', side_effect=fake_run), \
                     mock.patch.object(runspec, 'REPO', Path(d)), \
-                    mock.patch.object(judging, 'add_problems') as add:
+                    mock.patch.object(outputs, 'add_problems') as add:
                 add.return_value = verdict.Verdict()
                 spec = RunSpec(kver='6.12', arch='x86_64', smp=4, timeout=600)
                 with contextlib.redirect_stdout(io.StringIO()), \
@@ -269,10 +271,10 @@ class GuestTest(unittest.TestCase):
 
     def init_of(self, filter_glob: str) -> str:
         with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(gcov, 'busybox', return_value=Path('/bin/busybox')), \
-                mock.patch.object(gcov, 'make_initramfs',
-                                  side_effect=lambda dest, text, extra=(), bb=None: dest) as mk:
-            qemu = gcov.guest(Path(tmp), filter_glob)
+                mock.patch.object(guest, 'busybox', return_value=Path('/bin/busybox')), \
+                mock.patch.object(guest, 'make_initramfs',
+                                   side_effect=lambda dest, text, extra=(), bb=None: dest) as mk:
+            qemu = guest.write(Path(tmp), filter_glob)
             self.assertIn("'-initrd'", qemu.read_text())
             self.assertIn('kunit_shutdown=none rdinit=/init --', qemu.read_text())
             text: str = mk.call_args.args[1]
@@ -281,16 +283,16 @@ class GuestTest(unittest.TestCase):
             return text
 
     def test_all_cases_without_a_filter(self) -> None:
-        cases = verdict.declared_cases(gcov.REPO / 'kunit', userspace=True)['cpuhp_sysfs']
-        self.assertEqual(gcov.userspace_cases(''), cases)
+        cases = kunitspec.declared_cases(REPO / 'kunit', userspace=True)['cpuhp_sysfs']
+        self.assertEqual(guest.userspace_cases(''), cases)
         self.assertIn(f"sh /cpuhp_sysfs_test.sh {' '.join(cases)}\n", self.init_of(''))
 
     def test_filter_of_other_suites_runs_no_sysfs_case(self) -> None:
-        self.assertEqual(gcov.userspace_cases('cpuhp_sweep.*'), [])
+        self.assertEqual(guest.userspace_cases('cpuhp_sweep.*'), [])
         self.assertNotIn('cpuhp_sysfs_test', self.init_of('cpuhp_sweep.*'))
 
     def test_filter_of_some_sysfs_cases(self) -> None:
-        self.assertEqual(gcov.userspace_cases('cpuhp_sysfs.bad_*'),
+        self.assertEqual(guest.userspace_cases('cpuhp_sysfs.bad_*'),
                          ['bad_target_input', 'bad_fail_input'])
         self.assertIn('sh /cpuhp_sysfs_test.sh bad_target_input bad_fail_input\n',
                       self.init_of('cpuhp_sysfs.bad_*'))

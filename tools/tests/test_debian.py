@@ -7,7 +7,8 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import arch, debian, kunitcmd, runspec, tree
+from cpuhpk import arch, debian, kunitcmd, packages, say, tree
+from cpuhpk.paths import REPO
 
 
 class BuiltinOnlyTest(unittest.TestCase):
@@ -23,18 +24,18 @@ class BuiltinOnlyTest(unittest.TestCase):
     def test_the_debian_kernel_builds_on_debian_config(self) -> None:
         """debian.config replaces default.config; other fragments still add."""
         self.assertEqual(kunitcmd.fragments('debian', '6.12'),
-                         [runspec.REPO / 'kconfigs/debian.config'])
+                         [REPO / 'kconfigs/debian.config'])
         self.assertEqual(kunitcmd.fragments('debian+debug', '6.1'),
-                         [runspec.REPO / 'kconfigs' / f'{n}.config' for n in ('debian', 'debug')])
+                         [REPO / 'kconfigs' / f'{n}.config' for n in ('debian', 'debug')])
 
     def test_a_missing_flavour_names_the_ones_there(self) -> None:
         with tempfile.TemporaryDirectory() as d:
             t = tree.Tree(kver='6.12', package='x', version='6.12.118', path=Path(d))
             (Path(d) / 'config.amd64_rt_amd64.xz').write_bytes(b'')
-            with mock.patch.object(tree, 'ensure_packages'), \
+            with mock.patch.object(packages, 'ensure_packages'), \
                     mock.patch.object(debian, 'source_config',
                                       return_value=Path(d) / 'config.amd64_none_amd64.xz'):
-                with self.assertRaisesRegex(tree.PrepareError,
+                with self.assertRaisesRegex(say.PrepareError,
                                             'not in linux-config-6.12.*config.amd64_rt_amd64.xz'):
                     debian.base(t, [], [], arch.get('x86_64'))
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import List, Sequence
 from unittest import mock
 
-from cpuhpk import decode, judging, run, tree, verdict
+from cpuhpk import cache, decode, outputs, run, say, tree, verdict
 from tests import test_whole_console as whole
 from tests.recorded import run_default_expectations
 from tests.test_titles import WARN
@@ -74,8 +74,8 @@ class DecodeTest(unittest.TestCase):
         src = self.tmp / 'captured.log'
         src.write_text('\n'.join(console) + '\n')
         with contextlib.redirect_stdout(io.StringIO()), \
-                mock.patch.object(judging, 'expectations', run_default_expectations), \
-                mock.patch.object(tree, 'tree_path', side_effect=tree.PrepareError('no tree')):
+                mock.patch.object(outputs, 'expectations', run_default_expectations), \
+                mock.patch.object(tree, 'tree_path', side_effect=say.PrepareError('no tree')):
             run.main(['--judge', str(src), '--out', str(out), '--kver', '6.12', *args])
         return out
 
@@ -150,7 +150,7 @@ class DecodeTest(unittest.TestCase):
         self.assertEqual(v.problems[0].decoded, '')
 
     def test_the_kernel_trees_own_script_on_a_program_with_debug_info(self) -> None:
-        scripts = sorted(tree.cache_root().glob('linux-*/scripts/decode_stacktrace.sh'))
+        scripts = sorted(cache.cache_root().glob('linux-*/scripts/decode_stacktrace.sh'))
         if not scripts or shutil.which('gcc') is None or shutil.which('addr2line') is None:
             self.skipTest('needs a prepared kernel tree (make prepare), gcc and binutils')
         program = self.tmp / 'k.c'

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from cpuhpk import __main__ as cli
+from cpuhpk.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 LINK = re.compile(r'(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)')
 CODE = re.compile(r'`[^`\n]*`')
 HEADING = re.compile(r'^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$')
@@ -304,13 +304,13 @@ def _mutants(m: 're.Match[str]') -> Optional[str]:
 def recorded_table() -> Dict[str, int]:
     """The sweep's counts in the recorded flat guest of make coverage on 6.12's
     default kernel, as states.txt's first line gives them."""
-    from cpuhpk import ktap, states, verdict
+    from cpuhpk import judging, ktap, states
     from tests import recorded
     console = ktap.read_console(REPO / 'tools' / 'tests' / 'data' / 'flat_6.12_console.log')
     exp = recorded.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
                                      'fixes': '0', 'topology': 'flat', 'arch': 'x86_64'},
                                 suites=recorded.SWEEP_SUITES)
-    _, root, v = verdict.judge_console(console, exp)
+    _, root, v = judging.judge_console(console, exp)
     table = states.table(console.lines)
     states.outcomes(table, root, v)
     return {'states': len(table),

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import List, Sequence, Tuple
 
 from cpuhpk import findingmail
+from cpuhpk.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 WHO = 'A Developer <dev@example.org>'
 
 REPORT = """# cpu/hotplug: something breaks

@@ -11,8 +11,7 @@ from typing import Tuple
 from unittest import mock
 
 from cpuhpk import fixseries, series, seriesmake, seriesplan
-
-REPO = Path(__file__).resolve().parents[2]
+from cpuhpk.paths import REPO
 
 
 def fixes_dir(tmp: Path, plan: str, patches: Tuple[str, ...] = ('0001-a.patch', '0002-b.patch')) -> Path:

@@ -6,11 +6,15 @@ depth. An import of a cpuhpk module inside a function is an error: it hides
 a dependency from whoever reads the top of the file, and it is how an import
 cycle gets in unnoticed. The graph of the modules' imports must have no
 cycle.
+
+No module is longer than MAX_LINES: a module that grows past it holds more
+than one job and is split along its seams.
 """
 
 from __future__ import annotations
 
 import ast
+import tempfile
 import unittest
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +22,7 @@ from typing import Dict, List, Optional, Set
 
 PACKAGE = 'cpuhpk'
 SOURCES = Path(__file__).resolve().parents[1] / PACKAGE
+MAX_LINES = 500
 
 
 @dataclass(frozen=True)
@@ -117,11 +122,11 @@ class ImportsTest(unittest.TestCase):
 
     def test_no_module_goes_through_run_s_command_line(self) -> None:
         # run.py is make run's and make judge's command line: a module that
-        # runs or judges takes a RunSpec to execute.py or judging.py.
+        # runs or judges takes a RunSpec to execute.py or outputs.py.
         users = sorted(f'tools/{PACKAGE}/{i.module}.py:{i.line}' for i in package_imports()
                        if i.target == 'run')
         self.assertEqual(users, [], 'build a RunSpec and call execute.execute() or '
-                         'judging.judge_file()')
+                         'outputs.judge_file()')
 
     def test_the_scan_sees_the_package(self) -> None:
         # Not vacuous: the modules are found and their imports are read.
@@ -129,6 +134,31 @@ class ImportsTest(unittest.TestCase):
         self.assertIn(('runspec', 'usertree'), edges)
         self.assertIn(('junit', 'verdict'), edges)      # from cpuhpk.verdict import ...
         self.assertGreater(len({m for m, _ in edges}), 20)
+
+
+def too_long(files: List[Path], limit: int = MAX_LINES) -> List[str]:
+    """'<name>: <lines> lines' for each of @files longer than @limit lines."""
+    out = []
+    for path in files:
+        lines = len(path.read_text().splitlines())
+        if lines > limit:
+            out.append(f'{path.name}: {lines} lines')
+    return out
+
+
+class ModuleSizeTest(unittest.TestCase):
+    def test_no_module_over_max_lines(self) -> None:
+        files = sorted(SOURCES.glob('*.py'))
+        self.assertGreater(len(files), 20)
+        self.assertEqual(too_long(files), [], f'split these modules of tools/{PACKAGE}/ by job '
+                         f'(at most {MAX_LINES} lines each)')
+
+    def test_too_long_names_the_offenders(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            short, long = Path(tmp) / 'short.py', Path(tmp) / 'long.py'
+            short.write_text('x = 1\n' * 3)
+            long.write_text('x = 1\n' * 4)
+            self.assertEqual(too_long([short, long], limit=3), ['long.py: 4 lines'])
 
 
 class ScannerTest(unittest.TestCase):

@@ -1,7 +1,7 @@
 """The KCIDB report of a run (cpuhpk.kcidb) against the vendored schema.
 
 The run is a recorded one: run_default_6.12_console.log judged as make run
-judges it (judging.judge() writes verdict.json), with known failures of
+judges it (outputs.judge() writes verdict.json), with known failures of
 kunit/known-failures-6.12 (the sweep's failing parameters among them),
 skips, and parameters named after hotplug states ('up 8 x86/mce:dead').
 Reports are validated with python3-jsonschema, Draft 7 as kcidb-io validates.
@@ -21,7 +21,7 @@ import unittest
 from pathlib import Path
 from typing import Any, Dict, List
 
-from cpuhpk import judging, kcidb, merge, run, verdict
+from cpuhpk import kcidb, kcidbrun, merge, outputs, run, verdict
 from tests.recorded import run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -61,7 +61,7 @@ def judged(out: Path, context: Dict[str, str]) -> None:
     shutil.copy(DATA / 'run_default_6.12_console.log', out / 'console.log')
     exp = run_default_expectations('', context, userspace=True)
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-        judging.judge(out, out / 'console.log', exp, rc=1, kunit_log='')
+        outputs.judge(out, out / 'console.log', exp, rc=1, kunit_log='')
 
 
 class RecordedRunTest(unittest.TestCase):
@@ -76,7 +76,7 @@ class RecordedRunTest(unittest.TestCase):
         cls.out.mkdir()
         judged(cls.out, CONTEXT)
         (cls.out / 'coverage.info').write_text(COVERAGE_INFO)
-        cls.report = kcidb.report(cls.out)
+        cls.report = kcidbrun.report(cls.out)
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -92,7 +92,7 @@ class RecordedRunTest(unittest.TestCase):
         jsonschema.Draft7Validator.check_schema(SCHEMA)
 
     def test_the_judge_writes_it(self) -> None:
-        """make run and make judge leave out/kcidb.json (judging.write_outputs())."""
+        """make run and make judge leave out/kcidb.json (outputs.write_outputs())."""
         written = json.loads((self.out / 'kcidb.json').read_text())
         self.assertEqual(errors(written), [])
         self.assertEqual(len(written['tests']), len(self.report['tests']) - len(
@@ -177,7 +177,7 @@ class RecordedRunTest(unittest.TestCase):
         for key in kcidb.LISTS:
             ids = [o['id'] for o in self.report[key]]
             self.assertEqual(len(ids), len(set(ids)), key)
-        self.assertEqual(kcidb.report(self.out), self.report)
+        self.assertEqual(kcidbrun.report(self.out), self.report)
 
     def test_coverage_is_a_number(self) -> None:
         tests = {t['path']: t for t in self.report['tests']}
@@ -190,8 +190,8 @@ class RecordedRunTest(unittest.TestCase):
                          [2, 4])
 
     def test_published_urls_are_valid(self) -> None:
-        data = kcidb.report(self.out, url='https://ci.example.org/jobs/7/out',
-                            docs_url='https://example.org/cpuhp-kunit/-/raw/main')
+        data = kcidbrun.report(self.out, url='https://ci.example.org/jobs/7/out',
+                               docs_url='https://example.org/cpuhp-kunit/-/raw/main')
         self.assertEqual(errors(data), [])
         build = data['builds'][0]
         self.assertIn({'name': 'verdict.json',
@@ -208,7 +208,7 @@ class RecordedRunTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             other = Path(tmp)
             judged(other, dict(CONTEXT, config='debug'))
-            second = kcidb.report(other)
+            second = kcidbrun.report(other)
         self.assertNotEqual(second['builds'][0]['id'], self.report['builds'][0]['id'])
         merged = kcidb.merge([self.report, second, self.report])
         self.assertEqual(errors(merged), [])
@@ -217,7 +217,7 @@ class RecordedRunTest(unittest.TestCase):
         self.assertEqual(len(merged['tests']),
                          len(self.report['tests']) + len(second['tests']))
         self.assertEqual(len(merged['issues']), len(self.report['issues']))
-        with self.assertRaises(kcidb.ExportError):
+        with self.assertRaises(kcidbrun.ExportError):
             kcidb.merge([self.report, {'version': {'major': 4, 'minor': 5}}])
 
     def test_cli_writes_and_validates(self) -> None:
@@ -324,7 +324,7 @@ class CraftedVerdictTest(unittest.TestCase):
                        tree_version='6.12.0', series='src/6.12/series', local='')
         del context['package']
         verdict.write_json(self.out / 'verdict.json', v, context)
-        self.report = kcidb.report(self.out)
+        self.report = kcidbrun.report(self.out)
         self.tests = {t['path']: t for t in self.report['tests']}
 
     def test_valid(self) -> None:
@@ -352,7 +352,7 @@ class CraftedVerdictTest(unittest.TestCase):
                 v = verdict.Verdict(problems=[verdict.Problem(category, '', 'it broke',
                                                               'error: x undeclared')])
                 verdict.write_json(Path(tmp) / 'verdict.json', v, CONTEXT)
-                data = kcidb.report(Path(tmp))
+                data = kcidbrun.report(Path(tmp))
                 self.assertEqual(errors(data), [])
                 self.assertEqual(data['builds'][0]['status'], status)
                 self.assertIn('x undeclared', data['builds'][0]['log_excerpt'])
@@ -366,8 +366,8 @@ class CraftedVerdictTest(unittest.TestCase):
         self.assertRegex(names['s.p.a/b'], r'^cpuhp-kunit\.s\.p\.a_b-[0-9a-f]{8}$')
         self.assertRegex(names['s.p.a:b'], r'^cpuhp-kunit\.s\.p\.a_b-[0-9a-f]{8}$')
         self.assertEqual(len(set(names.values())), 3)
-        self.assertEqual(kcidb.test_paths(['s.p.a/b', 's.p.a:b', 's.p.a_b']),
-                         kcidb.test_paths(['s.p.a_b', 's.p.a:b', 's.p.a/b']))
+        self.assertEqual(kcidbrun.test_paths(['s.p.a/b', 's.p.a:b', 's.p.a_b']),
+                         kcidbrun.test_paths(['s.p.a_b', 's.p.a:b', 's.p.a/b']))
 
     def test_a_known_failure_that_did_not_occur_is_an_absent_incident(self) -> None:
         (incident,) = self.report['incidents']
@@ -385,8 +385,8 @@ class CraftedVerdictTest(unittest.TestCase):
         self.assertTrue(checkout['valid'])
 
     def test_bad_origin_is_refused(self) -> None:
-        with self.assertRaises(kcidb.ExportError):
-            kcidb.report(self.out, origin='cpuhp-kunit')
+        with self.assertRaises(kcidbrun.ExportError):
+            kcidbrun.report(self.out, origin='cpuhp-kunit')
 
     def test_no_verdict_is_an_error(self) -> None:
         with tempfile.TemporaryDirectory() as tmp, \
@@ -397,15 +397,15 @@ class CraftedVerdictTest(unittest.TestCase):
 
 class PathPartTest(unittest.TestCase):
     def test_parts(self) -> None:
-        self.assertEqual(kcidb.path_part('up 8 x86/mce:dead'), 'up_8_x86_mce_dead')
-        self.assertEqual(kcidb.path_part('RCU/tree:prepare'), 'RCU_tree_prepare')
-        self.assertEqual(kcidb.path_part('kunit.py'), 'kunit_py')
-        self.assertEqual(kcidb.path_part('cpuhp-kunit'), 'cpuhp-kunit')
-        self.assertEqual(kcidb.path_part(''), '_')
-        self.assertEqual(kcidb.path_part('état  ok'), '_tat_ok')
+        self.assertEqual(kcidbrun.path_part('up 8 x86/mce:dead'), 'up_8_x86_mce_dead')
+        self.assertEqual(kcidbrun.path_part('RCU/tree:prepare'), 'RCU_tree_prepare')
+        self.assertEqual(kcidbrun.path_part('kunit.py'), 'kunit_py')
+        self.assertEqual(kcidbrun.path_part('cpuhp-kunit'), 'cpuhp-kunit')
+        self.assertEqual(kcidbrun.path_part(''), '_')
+        self.assertEqual(kcidbrun.path_part('état  ok'), '_tat_ok')
 
     def test_a_dotted_parameter_stays_one_part(self) -> None:
-        paths = kcidb.test_paths(['s.c.v6.12 on', 's.c'])
+        paths = kcidbrun.test_paths(['s.c.v6.12 on', 's.c'])
         self.assertEqual(paths['s.c.v6.12 on'], 'cpuhp-kunit.s.c.v6_12_on')
         self.assertEqual(paths['s.c'], 'cpuhp-kunit.s.c')
         for p in paths.values():

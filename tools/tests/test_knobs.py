@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 from unittest import mock
 
-from cpuhpk import (arch, attrs, buildstamp, execute, gcov, isolation, judging, knobs, ktap,
-                    kunitcmd, proc, run, runspec, tree, verdict)
+from cpuhpk import (arch, attrs, buildstamp, execute, gcov, guest, isolation, judging, knobs, ktap,
+                    kunitcmd, kunitspec, outputs, packages, proc, run, say, tree, verdict)
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 from tests.recorded import run_default_expectations
 from tests.test_run import fake_tree as build_inputs_tree
@@ -130,7 +131,7 @@ class CommandLineTest(unittest.TestCase):
                 out = Path(tmp) / f'out{len(outs)}'
                 with contextlib.redirect_stdout(io.StringIO()), \
                         contextlib.redirect_stderr(io.StringIO()), \
-                        mock.patch.object(judging, 'expectations', run_default_expectations):
+                        mock.patch.object(outputs, 'expectations', run_default_expectations):
                     rc = run.main(['--judge', str(CONSOLE), '--out', str(out), *extra])
                 data = json.loads((out / 'verdict.json').read_text())
                 outs.append((rc, data['verdict'], data['counts']))
@@ -256,7 +257,7 @@ class TreeErrorTest(unittest.TestCase):
             err = io.StringIO()
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(err), \
-                    mock.patch.object(tree, 'ensure_packages'), \
+                    mock.patch.object(packages, 'ensure_packages'), \
                     mock.patch.object(execute, 'prepare_tree', return_value=t), \
                     mock.patch.object(proc, 'run_logged') as kunit:
                 rc = run.main(['--kver', '6.1', '--filter-attr', 'speed>slow',
@@ -415,12 +416,12 @@ class ToolchainTest(unittest.TestCase):
 def slow_cases() -> Dict[str, List[str]]:
     """suite -> its KUNIT_CASE_SLOW() cases, read from kunit/ plainly."""
     out: Dict[str, List[str]] = {}
-    for src in sorted((runspec.REPO / 'kunit').glob('*_kunit.c')):
+    for src in sorted((REPO / 'kunit').glob('*_kunit.c')):
         text = src.read_text()
-        for array in verdict.CASE_ARRAY.finditer(text):
+        for array in kunitspec.CASE_ARRAY.finditer(text):
             slow = re.findall(r'KUNIT_CASE_SLOW\(\s*(\w+)', array.group(2))
-            suite = next((verdict.SUITE_NAME.search(m.group(1)).group(1)  # type: ignore[union-attr]
-                          for m in verdict.SUITE.finditer(text)
+            suite = next((kunitspec.SUITE_NAME.search(m.group(1)).group(1)  # type: ignore[union-attr]
+                          for m in kunitspec.SUITE.finditer(text)
                           if f'.test_cases = {array.group(1)}' in m.group(1)), None)
             if slow and suite:
                 out[suite] = slow
@@ -486,20 +487,20 @@ def without_suite(lines: List[str], suite: str) -> List[str]:
     head = lines.index(f'    # Subtest: {suite}') - 1
     end = next(i for i in range(head, len(lines)) if re.match(rf'^(not )?ok \d+ {suite}$',
                                                               lines[i]))
-    user = lines.index(f'    # Subtest: {gcov.SYSFS_SUITE}')
+    user = lines.index(f'    # Subtest: {guest.SYSFS_SUITE}')
     out = lines[:head] + renumbered(lines[end + 1:user], '', 0) + lines[user:]
     top = out.index('KTAP version 1') + 1
     out[top] = f'1..{int(out[top][3:]) - 1}'
     return out
 
 
-def judge_lines(lines: List[str], exp: verdict.Expectations,
+def judge_lines(lines: List[str], exp: kunitspec.Expectations,
                 attr_skipped: Sequence[str] = (), isolate: str = '') -> verdict.Verdict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in lines))
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            return judging.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
+            return outputs.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
                              isolate=isolate, attr_skipped=attr_skipped)[1]
 
 
@@ -511,16 +512,16 @@ class FilterAttrTest(unittest.TestCase):
     """What FILTER_ATTR leaves out is not asked for: never 'missing'."""
 
     def test_speed_above_slow_leaves_out_the_slow_cases(self) -> None:
-        declared = verdict.declared_cases(runspec.REPO / 'kunit', userspace=True)
+        declared = kunitspec.declared_cases(REPO / 'kunit', userspace=True)
         self.assertTrue(slow_cases())
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>slow'), slow_cases())
         self.assertEqual(attrs.attribute_left_out(declared, 'speed>=slow'), {})
         self.assertEqual(attrs.attribute_left_out(declared, 'is_init=false'), {})
         every = attrs.attribute_left_out(declared, 'is_init=true')
-        self.assertEqual(every, {s: c for s, c in declared.items() if s != gcov.SYSFS_SUITE})
+        self.assertEqual(every, {s: c for s, c in declared.items() if s != guest.SYSFS_SUITE})
         normal = attrs.attribute_left_out(declared, 'speed=slow')
         self.assertEqual({(s, c) for s, cs in normal.items() for c in cs},
-                         {(s, c) for s, cs in declared.items() if s != gcov.SYSFS_SUITE
+                         {(s, c) for s, cs in declared.items() if s != guest.SYSFS_SUITE
                           for c in cs} - {(s, c) for s, cs in slow_cases().items() for c in cs})
 
     def test_the_case_then_the_suite_then_normal(self) -> None:
@@ -555,23 +556,23 @@ kunit_test_init_section_suites(&a);
                              {'a': ['very'], 'b': ['plain']})
 
     def test_expectations_without_and_with_skip(self) -> None:
-        exp = judging.expectations('', dict(CONTEXT), userspace=True)
+        exp = outputs.expectations('', dict(CONTEXT), userspace=True)
         whole = {s: list(c) for s, c in (exp.cases or {}).items()}
         left = attrs.apply_attribute_filter(exp, attr_args('--filter-attr', 'speed>slow'))
         self.assertEqual(sorted(left), sorted(f'{s}.{c}' for s, cs in slow_cases().items()
                                               for c in cs))
         assert exp.cases is not None
         self.assertNotIn('cpuhp_stress', exp.cases)    # its one case is slow
-        self.assertEqual(exp.cases[gcov.SYSFS_SUITE], whole[gcov.SYSFS_SUITE])
+        self.assertEqual(exp.cases[guest.SYSFS_SUITE], whole[guest.SYSFS_SUITE])
         for name in left:
             suite, case = name.split('.')
             self.assertNotIn(case, exp.cases.get(suite, []))
-        exp = judging.expectations('', dict(CONTEXT), userspace=True)
+        exp = outputs.expectations('', dict(CONTEXT), userspace=True)
         self.assertEqual(attrs.apply_attribute_filter(exp, attr_args(
             '--filter-attr', 'speed>slow', '--filter-action', 'skip')), left)
         self.assertEqual(exp.cases, whole)
 
-    def recorded(self, argv: Sequence[str]) -> Tuple[verdict.Expectations, List[str]]:
+    def recorded(self, argv: Sequence[str]) -> Tuple[kunitspec.Expectations, List[str]]:
         exp = run_default_expectations('', dict(CONTEXT), userspace=True)
         args = attr_args(*argv)
         exp.context.update(args.set_knobs())
@@ -641,7 +642,7 @@ class Recorded:
         self.boot_log = [ln.replace('kunit.enable=1', 'kunit.filter_glob=<glob> kunit.enable=1')
                          for ln in lines[:self.ktap]]
         results = [i for i in range(self.ktap, len(lines)) if TOP_RESULT.match(lines[i])]
-        user = lines.index(f'    # Subtest: {gcov.SYSFS_SUITE}') - 1
+        user = lines.index(f'    # Subtest: {guest.SYSFS_SUITE}') - 1
         kunit = [i for i in results if i < user]
         # Each suite: from after the result before it (its init's lines too)
         # to its own result line.
@@ -725,7 +726,7 @@ class IsolateTest(unittest.TestCase):
         cls.whole = judge_lines(cls.recorded.lines, cls.expectations())
 
     @staticmethod
-    def expectations() -> verdict.Expectations:
+    def expectations() -> kunitspec.Expectations:
         return run_default_expectations('', dict(CONTEXT), userspace=True)
 
     def judge_boots(self, boots: List[List[str]], mode: str) -> verdict.Verdict:
@@ -751,7 +752,7 @@ class IsolateTest(unittest.TestCase):
     def test_a_boot_per_case_is_the_single_boot(self) -> None:
         boots = self.recorded.case_boots()
         cases = {'.'.join(n.split('.')[:2]) for n in self.whole.statuses
-                 if not n.startswith(gcov.SYSFS_SUITE + '.')}
+                 if not n.startswith(guest.SYSFS_SUITE + '.')}
         self.assertEqual(len(boots), len(cases))
         self.assert_as_one_boot(self.judge_boots(boots, 'test'))
 
@@ -814,7 +815,7 @@ class IsolateTest(unittest.TestCase):
         self.assertEqual([c.name for c in suite.subtests], ['a', 'b', 'c', 'd'])
         self.assertEqual((suite.status, suite.plan), (ktap.Status.FAIL, 4))
         self.assertEqual(suite.counted[0], '# s: pass:3 fail:1 skip:0 total:4')
-        v = verdict.judge_ktap(root, verdict.Expectations(cases={'s': ['a', 'b', 'c', 'd']}))
+        v = judging.judge_ktap(root, kunitspec.Expectations(cases={'s': ['a', 'b', 'c', 'd']}))
         self.assertEqual([(p.category, p.name) for p in v.problems], [('failed', 's.c')])
 
     def test_the_written_run_is_one_run(self) -> None:
@@ -828,7 +829,7 @@ class IsolateTest(unittest.TestCase):
             exp = self.expectations()
             exp.context['isolate'] = 'test'
             with contextlib.redirect_stdout(io.StringIO()):
-                root, v = judging.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
+                root, v = outputs.judge(out, out / 'console.log', exp, rc=None, kunit_log=None,
                                     isolate='test')
             again = isolation.run_root(out, verdict.read_json(out / 'verdict.json')[1])
             self.assertEqual([(n, t.status) for n, t in ktap.cases(again)],
@@ -841,7 +842,7 @@ class IsolateTest(unittest.TestCase):
                 self.assertEqual(xml.count(f'<testsuite name="{suite.name}"'), 1, suite.name)
 
     def test_the_user_space_suite_runs_in_one_boot(self) -> None:
-        exp = judging.expectations('', dict(CONTEXT), userspace=True)
+        exp = outputs.expectations('', dict(CONTEXT), userspace=True)
         self.assertEqual(isolation.isolation_anchor(exp, 'suite'), 'cpuhp_install')
         assert exp.cases is not None
         self.assertEqual(isolation.isolation_anchor(exp, 'test'),
@@ -849,22 +850,22 @@ class IsolateTest(unittest.TestCase):
         self.assertEqual(isolation.isolation_anchor(exp, ''), '')
         self.assertEqual(isolation.isolated_boots(exp, 'suite'), len(exp.cases) - 1)
         self.assertEqual(isolation.isolated_boots(exp, 'test'),
-                         sum(len(c) for s, c in exp.cases.items() if s != gcov.SYSFS_SUITE))
+                         sum(len(c) for s, c in exp.cases.items() if s != guest.SYSFS_SUITE))
         with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(gcov, 'busybox', return_value=Path('/bin/busybox')), \
-                mock.patch.object(gcov, 'make_initramfs',
-                                  side_effect=lambda dest, text, extra=(), bb=None: dest) as mk:
-            gcov.guest(Path(tmp), '', anchor='cpuhp_install')
+                mock.patch.object(guest, 'busybox', return_value=Path('/bin/busybox')), \
+                mock.patch.object(guest, 'make_initramfs',
+                                   side_effect=lambda dest, text, extra=(), bb=None: dest) as mk:
+            guest.write(Path(tmp), '', anchor='cpuhp_install')
             init: str = mk.call_args.args[1]
         line = next(ln for ln in init.splitlines() if 'cpuhp_sysfs_test.sh' in ln)
-        self.assertTrue(line.startswith(gcov.only_in_boot('cpuhp_install', 'sh '
-                                                          '/cpuhp_sysfs_test.sh')[:-8]), line)
+        self.assertTrue(line.startswith(guest.only_in_boot('cpuhp_install', 'sh '
+                                                           '/cpuhp_sysfs_test.sh')[:-8]), line)
         self.assertTrue(line.endswith(';; esac'))
 
     def test_the_boots_the_initramfs_tells_apart(self) -> None:
         """The shell of only_in_boot() and of the listing boot's line, run."""
         def runs(anchor: str, cmdline: str) -> bool:
-            script = gcov.only_in_boot(anchor, 'echo yes').replace('$(cat /proc/cmdline)',
+            script = guest.only_in_boot(anchor, 'echo yes').replace('$(cat /proc/cmdline)',
                                                                    cmdline)
             return subprocess.run(['sh', '-c', script], capture_output=True, text=True,
                                   check=True).stdout == 'yes\n'
@@ -876,7 +877,7 @@ class IsolateTest(unittest.TestCase):
         self.assertTrue(runs('s.case', line.format('s.case')))
         self.assertFalse(runs('s.case', line.format('s.case_two')))
         self.assertFalse(runs('s.case', 'panic=-1 console=ttyS0'))
-        listing = next(ln for ln in gcov.INIT.splitlines() if 'kunit.action=' in ln)
+        listing = next(ln for ln in guest.INIT.splitlines() if 'kunit.action=' in ln)
         for cmdline, lists in (('kunit.action=list kunit.enable=1', True),
                                ('kunit.action=list_attr', True),
                                ('kunit.filter_glob=x kunit.enable=1', False)):
@@ -923,7 +924,7 @@ class IsolateTest(unittest.TestCase):
             self.assertIn('/x/kernel/cpu.c', files)
             self.assertIn('gcov data of 4 of 5 boots added up', err.getvalue())
             self.assertIn('none from boot 4: no gcov data', err.getvalue())
-            with self.assertRaisesRegex(tree.PrepareError, 'no gcov data in any of the 1 boots'):
+            with self.assertRaisesRegex(say.PrepareError, 'no gcov data in any of the 1 boots'):
                 gcov.merge_boots(out, out, out, [['no dump']])
 
     def test_what_kunit_py_says_beside_the_consoles(self) -> None:
@@ -937,17 +938,17 @@ class IsolateTest(unittest.TestCase):
             out = Path(tmp)
             (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
             with contextlib.redirect_stdout(io.StringIO()):
-                v = judging.judge(out, out / 'console.log', self.expectations(), 0, None, 600, log,
+                v = outputs.judge(out, out / 'console.log', self.expectations(), 0, None, 600, log,
                               isolate='suite')[1]
                 self.assertNotIn('timeout', [p.category for p in v.problems])
                 timed_out = log.replace('[06:09:00] Elapsed', "Command '['qemu-system-x86_64', "
                                         "'-nodefaults']' timed out after 600 seconds\n"
                                         "[06:09:00] Elapsed")
-                v = judging.judge(out, out / 'console.log', self.expectations(), 0, None, 600,
+                v = outputs.judge(out, out / 'console.log', self.expectations(), 0, None, 600,
                               timed_out, isolate='suite')[1]
                 self.assertIn('timeout', [p.category for p in v.problems])
         listing = log[:log.index('[06:00:02] Starting')]
-        self.assertEqual(judging.build_problem(listing, 1)[2],
+        self.assertEqual(outputs.build_problem(listing, 1)[2],
                          'the kernel booted to list its cases (kunit.py --run_isolated), and '
                          'no boot followed (kunit.py exited 1): see kunit.log')
 
@@ -959,7 +960,7 @@ class IsolateTest(unittest.TestCase):
                 kunit_log_of(boots), 'suite')))
             with contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()), \
-                    mock.patch.object(judging, 'expectations', run_default_expectations):
+                    mock.patch.object(outputs, 'expectations', run_default_expectations):
                 rc = run.main(['--judge', str(src), '--out', str(Path(tmp) / 'out'),
                                '--isolate', 'suite'])
             v, context = verdict.read_json(Path(tmp) / 'out' / 'verdict.json')
@@ -989,15 +990,15 @@ class IsolateTest(unittest.TestCase):
             out = Path(tmp) / 'out'
             with mock.patch.dict(os.environ, env), contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()), \
-                    mock.patch.object(tree, 'ensure_packages'), \
+                    mock.patch.object(packages, 'ensure_packages'), \
                     mock.patch.object(execute, 'prepare_tree', return_value=t), \
-                    mock.patch.object(judging, 'expectations', run_default_expectations), \
-                    mock.patch.object(gcov, 'guest', return_value=Path(tmp) / 'q.py') as guest, \
+                    mock.patch.object(outputs, 'expectations', run_default_expectations), \
+                    mock.patch.object(guest, 'write', return_value=Path(tmp) / 'q.py') as write, \
                     mock.patch.object(buildstamp, 'build_inputs', return_value=None), \
                     mock.patch.object(knobs, 'toolchain', return_value='gcc (Debian) 12.2.0'), \
                     mock.patch.object(proc, 'run_logged', side_effect=kunit):
                 rc = run.main(['--isolate', 'suite', '--no-coverage-report', '--out', str(out)])
-            self.assertEqual(guest.call_args.args[3], 'cpuhp_install')
+            self.assertEqual(write.call_args.args[3], 'cpuhp_install')
             self.assertIn('--run_isolated=suite', cmds[0])
             v, context = verdict.read_json(out / 'verdict.json')
             self.assertEqual((context['isolate'], context['toolchain']),
@@ -1010,7 +1011,7 @@ class IsolateTest(unittest.TestCase):
             # kunit.py's own parse of each boot (it reads past a boot's plan
             # into the user-space suite of the boot that runs it).
             suites = [g['name'] for g in data['sub_groups']]
-            self.assertEqual([n for n in suites if n != gcov.SYSFS_SUITE],
+            self.assertEqual([n for n in suites if n != guest.SYSFS_SUITE],
                              [name for name, _ in self.recorded.suites])
             self.assertFalse(list(out.glob('kunit-py-boots')))
 
@@ -1089,9 +1090,9 @@ class KunitPyTest(unittest.TestCase):
                 console = isolation.isolated_console(log, args.isolate) if args.isolate else \
                     (root / 'build' / 'test.log').read_text().splitlines()
                 (out / 'console.log').write_text(''.join(f'{ln}\n' for ln in console))
-                exp = verdict.Expectations(cases={'sa': ['a1', 'a2'], 'sb': ['b1']},
-                                           context={'kver': series})
-                _, v = judging.judge(out, out / 'console.log', exp, rc, None, 120, log,
+                exp = kunitspec.Expectations(cases={'sa': ['a1', 'a2'], 'sb': ['b1']},
+                                             context={'kver': series})
+                _, v = outputs.judge(out, out / 'console.log', exp, rc, None, 120, log,
                                  out / 'results.json', t.kunit_py, args.isolate)
             # kunit.py's own parse: its --json, or (ISOLATE) of each boot, joined.
             data = json.loads((out / 'results.json').read_text())

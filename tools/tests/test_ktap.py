@@ -15,7 +15,7 @@ import unittest
 from pathlib import Path
 from typing import Dict
 
-from cpuhpk import ktap, verdict
+from cpuhpk import judging, ktap, kunitspec, verdict
 
 DATA = Path(__file__).parent / 'data'
 
@@ -29,7 +29,7 @@ def statuses(root: ktap.Test) -> Dict[str, ktap.Status]:
 
 
 def judge(root: ktap.Test) -> verdict.Verdict:
-    return verdict.judge_ktap(root, verdict.Expectations())
+    return judging.judge_ktap(root, kunitspec.Expectations())
 
 
 class ExtractTest(unittest.TestCase):
@@ -191,7 +191,7 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(len(root.subtests[0].diagnostics), ktap.MAX_DIAGNOSTICS)
         self.assertEqual(root.subtests[0].cut, 50)
         lines[-1] = 'not ok 1 s'
-        v = verdict.judge_ktap(ktap.parse(lines), verdict.Expectations())
+        v = judging.judge_ktap(ktap.parse(lines), kunitspec.Expectations())
         self.assertTrue(v.problems[0].detail.endswith(f'({ktap.MAX_DIAGNOSTICS - 40 + 50} '
                                                       'more lines)'))
 

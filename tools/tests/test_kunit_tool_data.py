@@ -16,7 +16,7 @@ import unittest
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from cpuhpk import ktap, tree
+from cpuhpk import ktap, say, tree
 
 # kunit_parser's status name -> ours.
 STATUS = {'SUCCESS': 'PASS', 'FAILURE': 'FAIL', 'SKIPPED': 'SKIP',
@@ -32,7 +32,7 @@ DIFFERENCES = {
 def kunit_tool() -> Optional[Path]:
     try:
         path = tree.tree_path('6.12') / 'tools' / 'testing' / 'kunit'
-    except tree.PrepareError:
+    except say.PrepareError:
         return None
     return path if (path / 'kunit_parser.py').is_file() else None
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any, List, Sequence
 from unittest import mock
 
-from cpuhpk import judging, merge, mutate, seriesreport
+from cpuhpk import merge, mutate, outputs, seriesreport
+from cpuhpk.paths import REPO
 from tests.recorded import expectations as recorded_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -46,7 +47,7 @@ class MergeTest(unittest.TestCase):
         d.mkdir()
         shutil.copy(DATA / console, d / 'console.log')
         exp = recorded_expectations('', {'kver': '6.12', 'config': config, 'smp': '4'})
-        judging.judge(d, d / 'console.log', exp, 0, None, 60, None)
+        outputs.judge(d, d / 'console.log', exp, 0, None, 60, None)
         return d
 
     def mutate_dir(self, name: str, shard: str, total: int, verdicts: Sequence[str]) -> Path:
@@ -165,7 +166,7 @@ class MergeTest(unittest.TestCase):
         self.assertEqual(self.merged(whole, s1), 1)
 
     def test_real_shards_of_mutants_dir_merge_to_the_set(self) -> None:
-        patches = sorted((mutate.REPO / 'mutants').glob('*.patch'))
+        patches = sorted((REPO / 'mutants').glob('*.patch'))
         dirs = []
         for i in (1, 2, 3):
             got = mutate.shard(patches, f'{i}/3')

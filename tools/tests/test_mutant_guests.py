@@ -16,9 +16,9 @@ from unittest import mock
 
 from cpuhpk import buildstamp, execute, gcov, mutant_guests, mutate, tree, verdict
 from cpuhpk.mutant_guests import Hunk
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 
-REPO = Path(__file__).resolve().parents[2]
 junitparser: Any = importlib.import_module('junitparser')
 ORDER = ('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force')
 ROOT = Path('/cache/linux-6.12.118')

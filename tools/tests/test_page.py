@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import List
 from unittest import mock
 
-from cpuhpk import judging, merge, page, run
+from cpuhpk import merge, outputs, page, run
+from cpuhpk.paths import REPO
 from tests import test_whole_console as whole
 from tests.recorded import run_default_expectations
 
-REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / 'out' / 'page-test'
 CHROMIUM = ('chromium', '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic',
             '--no-first-run', '--disable-background-networking', '--disable-component-update',
@@ -42,7 +42,7 @@ def write_page(name: str, console: List[str]) -> Path:
     src = out / 'captured.log'
     src.write_text('\n'.join(console) + '\n')
     with contextlib.redirect_stdout(io.StringIO()), \
-            mock.patch.object(judging, 'expectations', run_default_expectations):
+            mock.patch.object(outputs, 'expectations', run_default_expectations):
         run.main(['--judge', str(src), '--out', str(out / 'run'), '--kver', '6.12'])
     return out / 'run' / 'index.html'
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import unittest
 
-from cpuhpk import junit, ktap, provoke, verdict
+from cpuhpk import judging, junit, ktap, kunitspec, provoke
 
 
 class RecordedReportsTest(unittest.TestCase):
@@ -29,8 +29,8 @@ class RecordedReportsTest(unittest.TestCase):
             if not path.is_file():
                 continue    # the test above is red for it
             with self.subTest(boot=boot.name):
-                _, root, v = verdict.judge_console(ktap.read_console(path),
-                                                   verdict.Expectations())
+                _, root, v = judging.judge_console(ktap.read_console(path),
+                                                   kunitspec.Expectations())
                 self.assertFalse(v.ok)
                 kinds = {p.kind for p in v.problems if p.category == 'kernel-log'}
                 # No KTAP here: every report is the run's, one JUnit error per kind.

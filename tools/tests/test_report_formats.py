@@ -7,7 +7,7 @@ from another kernel version than 6.1/6.12 has it: the console prefixes
 of other loggers, the older wordings of the same reports, kinds our own
 runs have not met, a firmware banner in the middle of a console. Each
 says what it imitates; each is judged as make judge judges a console
-(hygiene.check(), verdict.judge_console()), and each report must come
+(hygiene.check(), judging.judge_console()), and each report must come
 out with its kind and its title.
 """
 

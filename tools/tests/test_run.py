@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import (arch, buildstamp, execute, judging, kunitcmd, kunitjson, mutate, proc,
-                    run, runspec, tree, verdict)
+from cpuhpk import (arch, buildstamp, execute, kunitcmd, kunitjson, mutate, outputs, proc, run,
+                    runspec, say, tree, verdict)
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 from tests.recorded import expectations as recorded_expectations
 
@@ -61,7 +62,7 @@ class JudgeTest(unittest.TestCase):
               killed_after: Optional[float] = None) -> verdict.Verdict:
         if console:
             shutil.copy(DATA / console, self.out / 'console.log')
-        return judging.judge(self.out, self.out / 'console.log', self.exp, rc, killed_after, 600,
+        return outputs.judge(self.out, self.out / 'console.log', self.exp, rc, killed_after, 600,
                          kunit_log)[1]
 
     def test_pass_writes_outputs(self) -> None:
@@ -147,7 +148,7 @@ class JudgeTest(unittest.TestCase):
             'KTAP version 1\n1..1\n    KTAP version 1\n    # Subtest: cpuhp_rollback\n'
             '    1..1\n    ok 1 cpuhp_rollback_up_ap_fails # SKIP needs two online CPUs\n'
             'ok 1 cpuhp_rollback\n')
-        self.exp = judging.expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails',
+        self.exp = outputs.expectations('cpuhp_rollback.cpuhp_rollback_up_ap_fails',
                                     {'kver': '6.12', 'config': 'default', 'smp': '1'})
         self.assertEqual(self.judge(None, 1).problems, [])
         self.exp.context['smp'] = '4'
@@ -158,20 +159,20 @@ class JudgeTest(unittest.TestCase):
         (self.out / 'console.log').write_text(
             'KTAP version 1\n1..0\n    KTAP version 1\n    # Subtest: cpuhp_sysfs\n'
             '    1..1\n    ok 1 states_lists_the_table\nok 99 cpuhp_sysfs\n')
-        self.exp = judging.expectations('cpuhp_sysfs.states_lists_the_table',
+        self.exp = outputs.expectations('cpuhp_sysfs.states_lists_the_table',
                                     {'kver': '6.12', 'config': 'default', 'smp': '4'},
                                     userspace=True)
         self.assertEqual(self.judge(None, 1, '[ERROR] Test: main: 0 tests run!\n'
                                     'Testing complete. Ran 0 tests: errors: 1\n').problems, [])
         self.assertEqual([p.category for p in self.judge(None, 1, 'other\n').problems],
                          ['kunit.py'])
-        self.exp = judging.expectations('cpuhp_*', {'kver': '6.12', 'config': 'default',
+        self.exp = outputs.expectations('cpuhp_*', {'kver': '6.12', 'config': 'default',
                                                 'smp': '4'}, userspace=True)
-        self.assertFalse(judging.only_userspace(self.exp))
+        self.assertFalse(outputs.only_userspace(self.exp))
 
     def test_added_problem_reaches_junit(self) -> None:
         self.judge('pass_default_console.log', 0)
-        judging.add_problems(self.out, [verdict.Problem('coverage', '', 'coverage gate: low')])
+        outputs.add_problems(self.out, [verdict.Problem('coverage', '', 'coverage gate: low')])
         self.assertEqual(junit_bad(self.out / 'junit.xml'), 1)
         v, _ = verdict.read_json(self.out / 'verdict.json')
         self.assertEqual((v.passed, [p.category for p in v.problems]), (44, ['coverage']))
@@ -180,7 +181,7 @@ class JudgeTest(unittest.TestCase):
         # The recorded default console predates the initramfs: no gcov data.
         v = self.judge('pass_default_console.log', 0)
         self.assertTrue(v.ok)
-        with mock.patch.object(tree, 'log'):
+        with mock.patch.object(say, 'log'):
             v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual([p.category for p in v.problems], ['coverage'])
         self.assertIn('no gcov data on the console', str(v.problems[0]))
@@ -189,7 +190,7 @@ class JudgeTest(unittest.TestCase):
     def test_red_run_without_gcov_data_gets_no_second_problem(self) -> None:
         v = self.judge('fail_mutant_console.log', 1)
         before = len(v.problems)
-        with mock.patch.object(tree, 'log'):
+        with mock.patch.object(say, 'log'):
             v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual(len(v.problems), before)
 
@@ -199,7 +200,7 @@ class JudgeTest(unittest.TestCase):
         v = self.judge('fail_mutant_console.log', 1)
         (self.out / 'console.log').unlink(missing_ok=True)
         before = len(v.problems)
-        with mock.patch.object(tree, 'log') as log:
+        with mock.patch.object(say, 'log') as log:
             v = execute.coverage_report(self.out, self.out, self.out, '6.12', v)
         self.assertEqual(len(v.problems), before)
         self.assertIn('no console', str(log.call_args))
@@ -210,7 +211,7 @@ class JudgeTest(unittest.TestCase):
             verdict.Skip('a.c', 'no TSC', False)],
             statuses={'a.a': 'pass', 'a.b': 'skip', 'a.c': 'skip'})
         v.add('unexpected-skip', 'a.c', 'skipped, not expected here: no TSC')
-        text = '\n'.join(judging.summary(v))
+        text = '\n'.join(outputs.summary(v))
         self.assertIn('skipped (expected) a.b: needs two online CPUs [SMP=1]', text)
         self.assertIn('skipped (NOT EXPECTED) a.c: no TSC', text)
         # The unexpected skip counts as failed in the closing line.
@@ -221,9 +222,9 @@ class JudgeTest(unittest.TestCase):
             with self.subTest(console=console):
                 v = self.judge(console, 1)
                 self.assertFalse(v.ok)
-                self.assertNotIn(' 0 failed', judging.counts_line(v))
+                self.assertNotIn(' 0 failed', outputs.counts_line(v))
         v = self.judge('crafted_warning_in_case.log', 1)
-        self.assertEqual(judging.counts_line(v), 'kunit: 43 passed, 1 failed, 0 skipped')
+        self.assertEqual(outputs.counts_line(v), 'kunit: 43 passed, 1 failed, 0 skipped')
 
 
 class JudgeFileTest(unittest.TestCase):
@@ -240,7 +241,7 @@ class JudgeFileTest(unittest.TestCase):
             src = self.tmp / 'in.log'
             src.write_bytes(data or b'')
         with mock.patch('sys.stdout'), mock.patch('sys.stderr'), \
-                mock.patch.object(judging, 'expectations', recorded_expectations):
+                mock.patch.object(outputs, 'expectations', recorded_expectations):
             return run.main(['--judge', str(src), '--out', str(self.tmp / 'out'), *extra])
 
     def problems(self) -> List[str]:
@@ -372,26 +373,26 @@ class CommandTest(unittest.TestCase):
         self.assertIn('--qemu_config=/q.py', cmd)
         self.assertNotIn('--arch=x86_64', cmd)
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={runspec.REPO}/kconfigs/default.config',
-                          f'--kunitconfig={runspec.REPO}/kconfigs/x86_64/default.config',
-                          f'--kunitconfig={runspec.REPO}/kconfigs/debug.config'])
+                         [f'--kunitconfig={REPO}/kconfigs/default.config',
+                          f'--kunitconfig={REPO}/kconfigs/x86_64/default.config',
+                          f'--kunitconfig={REPO}/kconfigs/debug.config'])
 
     def test_fragments_combine_in_order(self) -> None:
         """CONFIG=a+b: default, a, b; a series' own addition follows its fragment."""
         cmd = self.command('--config', 'rt+debug')
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={runspec.REPO}/kconfigs/{n}.config'
+                         [f'--kunitconfig={REPO}/kconfigs/{n}.config'
                           for n in ('default', 'x86_64/default', 'rt', 'debug')])
         cmd = self.command('--config', 'sanitizers')
         self.assertEqual([a for a in cmd if a.startswith('--kunitconfig=')],
-                         [f'--kunitconfig={runspec.REPO}/kconfigs/{n}.config'
+                         [f'--kunitconfig={REPO}/kconfigs/{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers',
                                     '6.12/sanitizers')])
         self.assertEqual(kunitcmd.fragments('sanitizers', '6.1'),
-                         [runspec.REPO / 'kconfigs' / f'{n}.config'
+                         [REPO / 'kconfigs' / f'{n}.config'
                           for n in ('default', 'x86_64/default', 'sanitizers')])
         for bad in ('rt+', 'nosuch', 'rt+nosuch'):
-            with self.assertRaisesRegex(tree.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
+            with self.assertRaisesRegex(say.PrepareError, 'no kconfigs/.*known: .*sanitizers'):
                 kunitcmd.fragments(bad, '6.12')
 
     def test_strict_runs_what_wedges(self) -> None:
@@ -443,23 +444,23 @@ class CommandTest(unittest.TestCase):
             self.assertEqual(mutate.mutant_set(m, '6.12'), [m / 'a.patch', m / 'b.patch'])
             self.assertEqual(mutate.mutant_set(m, '6.12', 'arm64'),
                              [m / 'a.patch', m / 'arm64' / 'b.patch'])
-        real = mutate.mutant_set(mutate.REPO / 'mutants', '6.12', 'arm64')
-        self.assertIn(mutate.REPO / 'mutants' / 'arm64' / 'target-up-past-ap-target.patch', real)
-        self.assertEqual(len(real), len(mutate.mutant_set(mutate.REPO / 'mutants', '6.12')))
+        real = mutate.mutant_set(REPO / 'mutants', '6.12', 'arm64')
+        self.assertIn(REPO / 'mutants' / 'arm64' / 'target-up-past-ap-target.patch', real)
+        self.assertEqual(len(real), len(mutate.mutant_set(REPO / 'mutants', '6.12')))
 
     def test_an_overridden_mutant_keeps_its_shard(self) -> None:
         """Shards 1-2 of arm64's first set ran before mutants/arm64/ existed and
         3 after: sorted by path, the override moved every mutant after it."""
-        m = mutate.REPO / 'mutants'
+        m = REPO / 'mutants'
         for i in range(1, 5):
             x86 = [p.name for p in mutate.shard(mutate.mutant_set(m, '6.12'), f'{i}/4')]
             arm = [p.name for p in mutate.shard(mutate.mutant_set(m, '6.12', 'arm64'), f'{i}/4')]
             self.assertEqual(x86, arm)
 
     def test_repository_mutants_apply_per_series(self) -> None:
-        names = {p.stem for p in mutate.mutant_set(mutate.REPO / 'mutants', '6.1')}
+        names = {p.stem for p in mutate.mutant_set(REPO / 'mutants', '6.1')}
         self.assertNotIn('crosststamp-base-offset-dropped', names)
-        self.assertEqual(len(names) + 1, len(mutate.mutant_set(mutate.REPO / 'mutants', '6.12')))
+        self.assertEqual(len(names) + 1, len(mutate.mutant_set(REPO / 'mutants', '6.12')))
 
     def test_mutant_timeout_from_the_unmutated_run(self) -> None:
         """A fixed 60 s was below the sanitizer kernel's own time in QEMU:
@@ -657,7 +658,7 @@ class EarlyFailureTest(unittest.TestCase):
             env = {'CPUHP_KUNIT_CACHE': str(Path(tmp) / 'cache')}
             with mock.patch.dict(os.environ, env), mock.patch('sys.stdout'), \
                     mock.patch('sys.stderr'), mock.patch.object(
-                        tree, 'prepare', side_effect=tree.PrepareError('patch 0002 fails')):
+                        tree, 'prepare', side_effect=say.PrepareError('patch 0002 fails')):
                 rc = run.main(['--out', str(Path(tmp) / 'out')])
             self.assertEqual(rc, 1)
             v, _ = verdict.read_json(Path(tmp) / 'out' / 'verdict.json')
@@ -695,7 +696,7 @@ class MutantTest(unittest.TestCase):
             out = Path(tmp)
             shutil.copy(DATA / 'param_fail_mutant_console.log', out / 'console.log')
             exp = recorded_expectations('', {'smp': '4'})
-            judging.judge(out, out / 'console.log', exp, 1, None, 60, '')
+            outputs.judge(out, out / 'console.log', exp, 1, None, 60, '')
             o = mutate.classify('m', out, 1, 1.0, '')
             xml = junitparser.JUnitXml.fromfile(str(out / 'junit.xml'))
             red = sorted(f'{c.classname}.{c.name}' for s in xml for c in s if c.result
@@ -794,15 +795,15 @@ if __name__ == '__main__':
 class KnownFailuresPerKverTest(unittest.TestCase):
     def test_each_series_reads_its_own_table(self) -> None:
         ctx = {'config': 'default', 'smp': '4', 'fixes': '0'}
-        known_612 = judging.expectations('', {**ctx, 'kver': '6.12'}).known
+        known_612 = outputs.expectations('', {**ctx, 'kver': '6.12'}).known
         self.assertTrue(known_612)
-        self.assertEqual(judging.known_failures_path('6.12').name, 'known-failures-6.12')
-        known_61 = judging.expectations('', {**ctx, 'kver': '6.1'}).known
+        self.assertEqual(outputs.known_failures_path('6.12').name, 'known-failures-6.12')
+        known_61 = outputs.expectations('', {**ctx, 'kver': '6.1'}).known
         self.assertTrue(known_61)
         self.assertNotEqual([k.why for k in known_61], [k.why for k in known_612])
         # A series without a table has no known failures: every failure is red.
-        self.assertFalse(judging.known_failures_path('5.10').exists())
-        self.assertEqual(list(judging.expectations('', {**ctx, 'kver': '5.10'}).known), [])
+        self.assertFalse(outputs.known_failures_path('5.10').exists())
+        self.assertEqual(list(outputs.expectations('', {**ctx, 'kver': '5.10'}).known), [])
 
 
 class ShardTest(unittest.TestCase):

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, List
 from unittest import mock
 
-from cpuhpk import execute, judging, proc, runspec, usertree
+from cpuhpk import execute, outputs, proc, runspec, usertree
+from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 
 EVERY_KNOB = RunSpec(
@@ -67,9 +68,9 @@ class RoundTripTest(unittest.TestCase):
 
 class DerivedTest(unittest.TestCase):
     def test_output_dir(self) -> None:
-        self.assertEqual(RunSpec().output_dir(), runspec.REPO / 'out' / '6.12')
+        self.assertEqual(RunSpec().output_dir(), REPO / 'out' / '6.12')
         self.assertEqual(RunSpec(console=Path('c')).output_dir(),
-                         runspec.REPO / 'out' / 'judge')
+                         REPO / 'out' / 'judge')
         self.assertEqual(RunSpec(out=Path('/x'), console=Path('c')).output_dir(), Path('/x'))
         self.assertEqual(RunSpec(config='debug', smp=2, topology='smt', fixes=True,
                                  arch='arm64').output_dir().name,
@@ -112,7 +113,7 @@ class DerivedTest(unittest.TestCase):
             with mock.patch.object(runspec, 'commit', return_value='abc'), \
                     contextlib.redirect_stdout(io.StringIO()), \
                     contextlib.redirect_stderr(io.StringIO()):
-                self.assertEqual(judging.judge_file(spec), 1)
+                self.assertEqual(outputs.judge_file(spec), 1)
             from_file = (Path(tmp) / 'out' / 'verdict.json').read_text()
         self.assertIn('"console": "' + str(Path(tmp) / 'none.log'), from_file)
 
@@ -123,7 +124,7 @@ class DerivedTest(unittest.TestCase):
                       RunSpec(topology='hotplug', arch='arm64').errors() or '')
         calls: List[Callable[[], int]] = [
             lambda: execute.execute(RunSpec(smp=0)),
-            lambda: judging.judge_file(RunSpec(smp=0, console=Path('c')))]
+            lambda: outputs.judge_file(RunSpec(smp=0, console=Path('c')))]
         for call in calls:
             with mock.patch('sys.stderr'), self.assertRaises(SystemExit) as e:
                 call()

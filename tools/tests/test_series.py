@@ -14,10 +14,9 @@ import re
 from typing import Dict, List
 from unittest import mock
 
-from cpuhpk import judging, series, seriesmake, seriesplan, seriesreport, tree
+from cpuhpk import outputs, series, seriesmake, seriesplan, seriesreport, tree
+from cpuhpk.paths import REPO
 from tests import recorded
-
-REPO = Path(__file__).resolve().parents[2]
 
 SOURCE = '''#include <kunit/test.h>
 #include <linux/version.h>
@@ -388,20 +387,20 @@ class PristineJudgeTest(unittest.TestCase):
         # today's, its known failures those of fixes=0.
         console = Path(__file__).parent / 'data' / 'series_pristine_6.12_console.log'
         with tempfile.TemporaryDirectory() as tmp, \
-                mock.patch.object(judging, 'expectations', recorded.run_default_expectations):
+                mock.patch.object(outputs, 'expectations', recorded.run_default_expectations):
             spec = series.pristine_spec(console, '6.12', 4, 'cpuhp_*', Path(tmp) / 'out')
             with contextlib.redirect_stdout(io.StringIO()):
-                self.assertEqual(judging.judge_file(spec), 0)
+                self.assertEqual(outputs.judge_file(spec), 0)
                 self.assertEqual((spec.fixes, spec.userspace, spec.config),
                                  (False, False, 'series'))
 
     def test_the_posted_cases_are_expected(self) -> None:
         """A posted series' run is judged against the posted form of its sources."""
-        cases = judging.expectations('cpuhp_*', {'kver': '6.12', 'config': 'series'}).cases or {}
+        cases = outputs.expectations('cpuhp_*', {'kver': '6.12', 'config': 'series'}).cases or {}
         self.assertEqual(sorted(cases), ['cpuhp_install', 'cpuhp_rollback'])
         self.assertIn('cpuhp_rollback_thaw_fails', cases['cpuhp_rollback'])
         for case in ('cpuhp_rollback_up_undo_fails', 'cpuhp_rollback_partial_target',
                      'cpuhp_rollback_real_resume_fails'):
             self.assertNotIn(case, cases['cpuhp_rollback'])
-        harness = judging.expectations('cpuhp_*', {'kver': '6.12'}).cases or {}
+        harness = outputs.expectations('cpuhp_*', {'kver': '6.12'}).cases or {}
         self.assertIn('cpuhp_rollback_up_undo_fails', harness['cpuhp_rollback'])

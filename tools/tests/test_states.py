@@ -6,7 +6,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from cpuhpk import ktap, states, verdict
+from cpuhpk import judging, ktap, states, verdict
 
 from tests import recorded
 
@@ -19,7 +19,7 @@ def judged() -> 'tuple[ktap.Console, ktap.Test, verdict.Verdict]':
     console = ktap.read_console(SWEEP)
     exp = recorded.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
                                      'fixes': '0'}, suites=recorded.SWEEP_SUITES)
-    _, root, v = verdict.judge_console(console, exp)
+    _, root, v = judging.judge_console(console, exp)
     return console, root, v
 
 
@@ -37,7 +37,7 @@ class SweepVerdictTest(unittest.TestCase):
         console = ktap.read_console(SWEEP)
         exp = recorded.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
                                          'fixes': '1'}, suites=recorded.SWEEP_SUITES)
-        v = verdict.judge_console(console, exp)[2]
+        v = judging.judge_console(console, exp)[2]
         self.assertEqual(len([p for p in v.problems if p.category == 'failed']), 21)
 
     def test_strict(self) -> None:
@@ -45,7 +45,7 @@ class SweepVerdictTest(unittest.TestCase):
         exp = recorded.expectations('', {'kver': '6.12', 'config': 'default', 'smp': '4',
                                          'fixes': '0'}, strict=True,
                                     suites=recorded.SWEEP_SUITES)
-        v = verdict.judge_console(console, exp)[2]
+        v = judging.judge_console(console, exp)[2]
         self.assertEqual(len(v.problems), 22)
 
 

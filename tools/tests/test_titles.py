@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import List
 from unittest import mock
 
-from cpuhpk import judging, merge, page, run, verdict
+from cpuhpk import judging, merge, outputs, page, run, verdict
 from tests import test_whole_console as whole
 from tests.recorded import run_default_expectations
 
@@ -50,7 +50,7 @@ class OutputsTest(unittest.TestCase):
         src = self.tmp / f'{name}.log'
         src.write_text('\n'.join(console) + '\n')
         with contextlib.redirect_stdout(io.StringIO()), \
-                mock.patch.object(judging, 'expectations', run_default_expectations):
+                mock.patch.object(outputs, 'expectations', run_default_expectations):
             run.main(['--judge', str(src), '--out', str(out), '--kver', '6.12'])
         return out
 
@@ -121,7 +121,7 @@ class OutputsTest(unittest.TestCase):
         logs = [p for p in v.problems if p.category == 'kernel-log']
         self.assertEqual(len(logs), 30)
         quoted = [p for p in logs if p.detail.startswith('WARNING: CPU: 1 PID: 1234')]
-        self.assertEqual(len(quoted), verdict.QUOTED_ALIKE)
+        self.assertEqual(len(quoted), judging.QUOTED_ALIKE)
         self.assertTrue(all(p.detail.startswith('(the same report as in cpuhp_rollback.')
                             for p in logs if p not in quoted))
 

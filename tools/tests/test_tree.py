@@ -10,9 +10,8 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from cpuhpk import tree
-
-REPO = Path(__file__).resolve().parents[2]
+from cpuhpk import cache, packages, say, tree
+from cpuhpk.paths import REPO
 
 
 def sh(cwd: Path, *args: str) -> str:
@@ -21,10 +20,10 @@ def sh(cwd: Path, *args: str) -> str:
 
 class VersionTest(unittest.TestCase):
     def test_upstream_version(self) -> None:
-        self.assertEqual(tree.upstream_version('6.12.118-1~deb12u1'), '6.12.118')
-        self.assertEqual(tree.upstream_version('6.1.192-1'), '6.1.192')
-        with self.assertRaises(tree.PrepareError):
-            tree.upstream_version('garbage')
+        self.assertEqual(packages.upstream_version('6.12.118-1~deb12u1'), '6.12.118')
+        self.assertEqual(packages.upstream_version('6.1.192-1'), '6.1.192')
+        with self.assertRaises(say.PrepareError):
+            packages.upstream_version('garbage')
 
 
 class SeriesTest(unittest.TestCase):
@@ -71,7 +70,7 @@ class SeriesTest(unittest.TestCase):
         (self.tree / 'a.c').write_text('something else\n')
         tree.git(self.tree, 'commit', '-q', '-a', '-m', 'x')
         tree.git(self.tree, 'tag', '-f', 'baseline')
-        with self.assertRaises(tree.PrepareError) as cm:
+        with self.assertRaises(say.PrepareError) as cm:
             tree.apply_series(self.tree, '9.9', self.repo / 'src')
         msg = str(cm.exception)
         self.assertIn('0001-a-add-b.patch', msg)
@@ -84,7 +83,7 @@ class SeriesTest(unittest.TestCase):
         (self.tree / 'a.c').write_text('int a;\nint b;\nint broken;\n')
         tree.git(self.tree, 'commit', '-q', '-a', '-m', 'a: a break never exported')
         with mock.patch.dict(os.environ, {'CPUHP_KUNIT_DIRTY': ''}):
-            with self.assertRaises(tree.PrepareError) as cm:
+            with self.assertRaises(say.PrepareError) as cm:
                 tree.check_clean(self.tree)
         msg = str(cm.exception)
         self.assertIn('1 commit(s) not in src/', msg)
@@ -97,7 +96,7 @@ class SeriesTest(unittest.TestCase):
         fixes = self.tree.with_name(self.tree.name + '-fixes')
         self.tree.rename(fixes)
         with mock.patch.dict(os.environ, {'CPUHP_KUNIT_DIRTY': ''}):
-            with self.assertRaises(tree.PrepareError) as cm:
+            with self.assertRaises(say.PrepareError) as cm:
                 tree.check_clean(fixes)
         self.assertIn('src/<KVER>/fixes/', str(cm.exception))
         self.assertNotIn('export-series.sh', str(cm.exception))
@@ -164,13 +163,13 @@ class SeriesTest(unittest.TestCase):
 
     def test_series_names_a_missing_patch(self) -> None:
         (self.repo / 'src' / 'series').write_text('0002-missing.patch\n')
-        with self.assertRaisesRegex(tree.PrepareError, '0002-missing.patch'):
+        with self.assertRaisesRegex(say.PrepareError, '0002-missing.patch'):
             tree.apply_series(self.tree, '9.9', self.repo / 'src')
 
     def test_dirty_tree_is_refused(self) -> None:
         (self.tree / 'a.c').write_text('broken\n')
         os.environ.pop('CPUHP_KUNIT_DIRTY', None)
-        with self.assertRaisesRegex(tree.PrepareError, 'local changes in a.c'):
+        with self.assertRaisesRegex(say.PrepareError, 'local changes in a.c'):
             tree.check_clean(self.tree)
 
     def test_kunit_files_copied_only_when_changed(self) -> None:
@@ -216,7 +215,7 @@ class SeriesTest(unittest.TestCase):
             with self.subTest(text=text):
                 (self.repo / 'kunit' / 'x.c').write_text('')
                 (self.repo / 'kunit' / 'MANIFEST').write_text(text)
-                with self.assertRaisesRegex(tree.PrepareError, what):
+                with self.assertRaisesRegex(say.PrepareError, what):
                     tree.read_manifest(self.repo / 'kunit')
 
 
@@ -225,7 +224,7 @@ class ExtractTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             bad = Path(tmp) / 'linux-source-9.9.tar.xz'
             bad.write_bytes(b'not a tarball')
-            with mock.patch('sys.stdout'), self.assertRaises(tree.PrepareError) as cm:
+            with mock.patch('sys.stdout'), self.assertRaises(say.PrepareError) as cm:
                 tree.extract('9.9', '9.9.1-1', Path(tmp) / 'linux-9.9.1', bad)
             msg = str(cm.exception)
             self.assertNotIn('\n', msg)
@@ -235,11 +234,11 @@ class ExtractTest(unittest.TestCase):
 
 class AptTest(unittest.TestCase):
     def test_unknown_series_not_root(self) -> None:
-        if tree.known_to_apt('linux-source-6.12') is False and not tree.similar_sources():
+        if packages.known_to_apt('linux-source-6.12') is False and not packages.similar_sources():
             self.skipTest('apt lists are empty here (apt-get update never ran)')
         with mock.patch.object(os, 'geteuid', return_value=1000):
-            with self.assertRaises(tree.PrepareError) as cm:
-                tree.ensure_packages(['linux-source-6.13'])
+            with self.assertRaises(say.PrepareError) as cm:
+                packages.ensure_packages(['linux-source-6.13'])
         msg = str(cm.exception)
         self.assertIn('linux-source-6.13 is unknown to apt', msg)
         self.assertIn('linux-source-6.12', msg)
@@ -249,8 +248,8 @@ class AptTest(unittest.TestCase):
 LOCKER = """
 import sys, time
 sys.path.insert(0, {tools!r})
-from cpuhpk import tree
-with tree.cache_lock('holder'):
+from cpuhpk import cache
+with cache.cache_lock('holder'):
     print('locked', flush=True)
     sys.stdin.readline()
 """
@@ -263,7 +262,7 @@ class LockTest(unittest.TestCase):
         self._tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self._tmp.cleanup)
         self.env = dict(os.environ, CPUHP_KUNIT_CACHE=self._tmp.name)
-        self.env.pop(tree.LOCK_FD_ENV, None)
+        self.env.pop(cache.LOCK_FD_ENV, None)
         tools = str(Path(tree.__file__).resolve().parents[1])
         self.holder = subprocess.Popen([sys.executable, '-c', LOCKER.format(tools=tools)],
                                        env=self.env, stdin=subprocess.PIPE,
@@ -285,16 +284,16 @@ class LockTest(unittest.TestCase):
     def test_nowait_fails_at_once_naming_the_holder(self) -> None:
         env = dict(self.env, CPUHP_KUNIT_NOWAIT='1')
         with mock.patch.dict(os.environ, env, clear=True):
-            with self.assertRaises(tree.LockBusy) as cm:
-                with tree.cache_lock('second'):
+            with self.assertRaises(cache.LockBusy) as cm:
+                with cache.cache_lock('second'):
                     pass
         self.assertIn('holder', str(cm.exception))
 
     def test_second_run_waits_saying_so(self) -> None:
         tools = str(Path(tree.__file__).resolve().parents[1])
         code = (f'import sys; sys.path.insert(0, {tools!r})\n'
-                'from cpuhpk import tree\n'
-                "with tree.cache_lock('second'):\n    print('got it', flush=True)\n")
+                'from cpuhpk import cache\n'
+                "with cache.cache_lock('second'):\n    print('got it', flush=True)\n")
         second = subprocess.Popen([sys.executable, '-c', code], env=self.env,
                                   stdout=subprocess.PIPE, text=True)
         assert second.stdout is not None
@@ -309,16 +308,16 @@ class LockTest(unittest.TestCase):
     def test_reentrant_and_inherited(self) -> None:
         self.release()
         with mock.patch.dict(os.environ, self.env, clear=True):
-            with tree.cache_lock('outer') as fd:
-                with tree.cache_lock('inner'):
+            with cache.cache_lock('outer') as fd:
+                with cache.cache_lock('inner'):
                     pass
-                self.assertEqual(tree.lock_fds(), (fd,))
+                self.assertEqual(cache.lock_fds(), (fd,))
                 tools = str(Path(tree.__file__).resolve().parents[1])
                 code = (f'import sys, os; sys.path.insert(0, {tools!r})\n'
                         'os.environ["CPUHP_KUNIT_NOWAIT"] = "1"\n'
-                        'from cpuhpk import tree\n'
-                        "with tree.cache_lock('child'):\n    print('child ran')\n")
-                res = subprocess.run([sys.executable, '-c', code], pass_fds=tree.lock_fds(),
+                        'from cpuhpk import cache\n'
+                        "with cache.cache_lock('child'):\n    print('child ran')\n")
+                res = subprocess.run([sys.executable, '-c', code], pass_fds=cache.lock_fds(),
                                      capture_output=True, text=True, check=False)
                 self.assertEqual(res.stdout.strip(), 'child ran', res.stderr)
                 # Without the inherited descriptor the child is refused.
@@ -339,7 +338,7 @@ class SeriesDirTest(unittest.TestCase):
             (repo / 'src' / '6.12').mkdir(parents=True)
             (repo / 'src' / '6.12' / 'series').write_text('')
             self.assertEqual(tree.series_dir(repo, '6.12'), repo / 'src' / '6.12')
-            with self.assertRaises(tree.PrepareError) as e:
+            with self.assertRaises(say.PrepareError) as e:
                 tree.series_dir(repo, '6.1')
             self.assertIn('no src/6.1/series', str(e.exception))
             self.assertIn('series with some: 6.12', str(e.exception))
@@ -395,7 +394,7 @@ class HarnessViewTest(unittest.TestCase):
                            ('#ifdef CPUHP_KUNIT_PART_a\n', 'without #endif'),
                            ('#ifdef CPUHP_KUNIT_HARNESS\n#elif 1\n#endif', '#elif')):
             with self.subTest(text=text):
-                with self.assertRaisesRegex(tree.PrepareError, what):
+                with self.assertRaisesRegex(say.PrepareError, what):
                     tree.harness_view(text, True)
 
     def test_installed_as_the_harness_runs_it(self) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 from unittest import mock
 
-from cpuhpk import bisect, tree, usertree, verdict
+from cpuhpk import bisect, judging, kunitspec, packages, say, tree, usertree, verdict
 
 CPU_C = ''.join(f'int line{i};\n' for i in range(40))
 
@@ -47,7 +47,7 @@ class UserTreeTest(unittest.TestCase):
         self.user, self.repo = root / 'linux', root / 'repo'
         env = {'CPUHP_KUNIT_CACHE': str(root / 'cache'), 'CPUHP_KUNIT_DIRTY': ''}
         for p in (mock.patch.dict(os.environ, env), mock.patch('sys.stdout'),
-                  mock.patch.object(tree, 'ensure_packages')):
+                  mock.patch.object(packages, 'ensure_packages')):
             p.start()  # type: ignore[attr-defined]
             self.addCleanup(p.stop)  # type: ignore[attr-defined]
         self.user.mkdir()
@@ -90,7 +90,7 @@ class UserTreeTest(unittest.TestCase):
         self.assertEqual(usertree.choose_series('6.12.118', carried), '6.12')
         self.assertEqual(usertree.choose_series('6.11.0', carried), '6.1')
         self.assertEqual(usertree.choose_series('6.1.0', carried), '6.1')
-        with self.assertRaisesRegex(tree.PrepareError, 'older than every kernel series'):
+        with self.assertRaisesRegex(say.PrepareError, 'older than every kernel series'):
             usertree.choose_series('5.15.0', carried)
 
     def test_resolve_reads_rev_version_and_local_changes(self) -> None:
@@ -117,17 +117,17 @@ class UserTreeTest(unittest.TestCase):
         self.assertIn('REV=HEAD~1 is not HEAD', r.local_note)
 
     def test_bad_inputs_say_what_is_wrong(self) -> None:
-        with self.assertRaisesRegex(tree.PrepareError, 'not a commit'):
+        with self.assertRaisesRegex(say.PrepareError, 'not a commit'):
             self.resolve(rev='nosuchrev')
-        with self.assertRaisesRegex(tree.PrepareError, 'no such directory'):
+        with self.assertRaisesRegex(say.PrepareError, 'no such directory'):
             usertree.resolve(usertree.Spec(self.user / 'nope'), self.repo)
         plain = Path(self._tmp.name) / 'plain'
         plain.mkdir()
-        with self.assertRaisesRegex(tree.PrepareError, 'not a git work tree'):
+        with self.assertRaisesRegex(say.PrepareError, 'not a git work tree'):
             usertree.resolve(usertree.Spec(plain), self.repo)
         (self.user / 'Makefile').write_text('all:\n')
         commit_all(self.user, 'not a kernel')
-        with self.assertRaisesRegex(tree.PrepareError, 'not a kernel tree'):
+        with self.assertRaisesRegex(say.PrepareError, 'not a kernel tree'):
             self.resolve()
 
     def test_prepare_tests_rev_local_changes_and_series_without_writing_the_tree(self) -> None:
@@ -186,7 +186,7 @@ class UserTreeTest(unittest.TestCase):
         self.assertIn('/* T */', (t.path / 'kernel' / 'cpu.c').read_text())
         empty = Path(self._tmp.name) / 'empty'
         empty.mkdir()
-        with self.assertRaisesRegex(tree.PrepareError, 'no series file and no'):
+        with self.assertRaisesRegex(say.PrepareError, 'no series file and no'):
             usertree.prepare(self.resolve(series=empty), self.repo)
 
     def test_a_tree_with_the_suites_is_recognised(self) -> None:
@@ -200,15 +200,15 @@ class UserTreeTest(unittest.TestCase):
 
 class FixedInThisTreeTest(unittest.TestCase):
     def test_known_failure_that_did_not_occur_in_a_user_tree(self) -> None:
-        known = [verdict.KnownFailure(case='s.c', when={}, why='a finding', failed='*')]
+        known = [kunitspec.KnownFailure(case='s.c', when={}, why='a finding', failed='*')]
         cases: List[Tuple[Dict[str, str], str]] = [
             ({}, 'fixed, or the test changed'), ({'tree': '/src/linux'}, 'fixed in this tree')]
         for context, word in cases:
             v = verdict.Verdict()
             v.statuses['s.c'] = 'pass'
-            exp = verdict.Expectations(cases={'s': ['c']}, skips=[], known=known,
-                                       context=context)
-            verdict.apply_known(v, exp)
+            exp = kunitspec.Expectations(cases={'s': ['c']}, skips=[], known=known,
+                                         context=context)
+            judging.apply_known(v, exp)
             self.assertEqual(len(v.not_seen), 1)
             self.assertIn(word, v.not_seen[0].message)
             self.assertTrue(v.ok)

@@ -10,11 +10,11 @@ import unittest
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from cpuhpk import junit, ktap, verdict
+from cpuhpk import judging, junit, ktap, kunitspec, verdict
+from cpuhpk.paths import REPO
 from tests import recorded
 
 DATA = Path(__file__).parent / 'data'
-REPO = Path(__file__).resolve().parents[2]
 KUNIT = REPO / 'kunit'
 # Debian's python3-junitparser: a real JUnit consumer, not our own reader.
 junitparser: Any = importlib.import_module('junitparser')
@@ -26,20 +26,20 @@ def console(name: str) -> ktap.Console:
     return ktap.read_console(DATA / name)
 
 
-def expectations(filter_glob: str = '', smp: str = '4') -> verdict.Expectations:
+def expectations(filter_glob: str = '', smp: str = '4') -> kunitspec.Expectations:
     return recorded.expectations(filter_glob, {'kver': '6.12', 'config': 'default',
                                                'smp': smp})
 
 
-def judge(lines: List[str], exp: Optional[verdict.Expectations] = None) -> verdict.Verdict:
-    return verdict.judge_console(ktap.Console(lines=lines), exp or verdict.Expectations())[2]
+def judge(lines: List[str], exp: Optional[kunitspec.Expectations] = None) -> verdict.Verdict:
+    return judging.judge_console(ktap.Console(lines=lines), exp or kunitspec.Expectations())[2]
 
 
-def recorded_run(config: str, kver: str = '6.12', smp: str = '4') -> verdict.Expectations:
+def recorded_run(config: str, kver: str = '6.12', smp: str = '4') -> kunitspec.Expectations:
     """What a whole make run on 6.12.118 (or @kver) with @config expects: the real tables."""
-    return verdict.Expectations(
-        skips=verdict.read_expected_skips(KUNIT / 'expected-skips'),
-        known=verdict.read_known_failures(KUNIT / f'known-failures-{kver}'),
+    return kunitspec.Expectations(
+        skips=kunitspec.read_expected_skips(KUNIT / 'expected-skips'),
+        known=kunitspec.read_known_failures(KUNIT / f'known-failures-{kver}'),
         context={'kver': kver, 'config': config, 'smp': smp, 'fixes': '0'})
 
 
@@ -50,11 +50,11 @@ def categories(v: verdict.Verdict) -> Dict[str, List[str]]:
     return out
 
 
-def junit_counts(lines: List[str], exp: Optional[verdict.Expectations] = None,
+def junit_counts(lines: List[str], exp: Optional[kunitspec.Expectations] = None,
                  extra: Optional[List[verdict.Problem]] = None) -> Dict[str, int]:
     """Write junit.xml of a console and read it back with junitparser."""
-    start, root, v = verdict.judge_console(ktap.Console(lines=lines),
-                                           exp or verdict.Expectations())
+    start, root, v = judging.judge_console(ktap.Console(lines=lines),
+                                           exp or kunitspec.Expectations())
     v.problems += extra or []
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / 'junit.xml'
@@ -86,14 +86,14 @@ class FalsePassTest(unittest.TestCase):
         self.assertGreaterEqual(junit_counts(CUT_AFTER_PARAM)['errors'], 2)
 
     def test_recorded_console_cut_after_a_parameter(self) -> None:
-        v = verdict.judge_console(console('crafted_cut_after_param.log'), expectations())[2]
+        v = judging.judge_console(console('crafted_cut_after_param.log'), expectations())[2]
         self.assertIn('cpuhp_install.cpuhp_install_multi_instance', categories(v)['crashed'])
         self.assertFalse(v.ok)
 
     def test_whole_recorded_run_is_green(self) -> None:
         for name in ('pass_default_console.log', 'pass_debug_console.log'):
             with self.subTest(name=name):
-                v = verdict.judge_console(console(name), expectations())[2]
+                v = judging.judge_console(console(name), expectations())[2]
                 self.assertEqual(v.problems, [])
                 self.assertEqual((v.passed, v.failed, v.skipped), (44, 0, 0))
 
@@ -102,7 +102,7 @@ class FalsePassTest(unittest.TestCase):
         assert exp.cases is not None
         exp.cases['cpuhp_sweep'] = ['cpuhp_sweep_up']
         exp.cases['cpuhp_rollback'] = exp.cases['cpuhp_rollback'] + ['cpuhp_rollback_new']
-        v = verdict.judge_console(console('pass_default_console.log'), exp)[2]
+        v = judging.judge_console(console('pass_default_console.log'), exp)[2]
         self.assertEqual(sorted(categories(v)['missing']),
                          ['cpuhp_rollback.cpuhp_rollback_new', 'cpuhp_sweep'])
         self.assertEqual(v.missing, 2)
@@ -116,19 +116,19 @@ class FalsePassTest(unittest.TestCase):
         self.assertEqual(categories(v), {'missing': ['s.p']})
 
     def test_filter_that_matches_nothing(self) -> None:
-        self.assertEqual(verdict.filtered(verdict.declared_cases(KUNIT), 'nosuch.*'), {})
+        self.assertEqual(kunitspec.filtered(kunitspec.declared_cases(KUNIT), 'nosuch.*'), {})
         v = judge(['KTAP version 1', '1..0'], expectations('nosuch.*'))
         self.assertEqual(categories(v), {'missing': ['']})
         self.assertIn('the filter selects no case', v.problems[0].message)
 
     def test_filter_selects_cases(self) -> None:
-        got = verdict.filtered(verdict.declared_cases(KUNIT), 'cpuhp_rollback.*trace*')
+        got = kunitspec.filtered(kunitspec.declared_cases(KUNIT), 'cpuhp_rollback.*trace*')
         self.assertEqual(got, {'cpuhp_rollback': ['cpuhp_rollback_trace_up',
                                                   'cpuhp_rollback_trace_down',
                                                   'cpuhp_rollback_trace_multi']})
 
     def test_declared_cases_of_the_sources(self) -> None:
-        got = verdict.declared_cases(KUNIT)
+        got = kunitspec.declared_cases(KUNIT)
         # Counted another way: the KUNIT_CASE lines of each file, by its suite name.
         # A file of several suites: their names, and their cases together.
         names, want, have = set(), {}, {}
@@ -144,10 +144,10 @@ class FalsePassTest(unittest.TestCase):
         self.assertIn('cpuhp_rollback_trace_multi', got['cpuhp_rollback'])
 
     def test_userspace_tests_are_declared_too(self) -> None:
-        got = verdict.declared_cases(KUNIT, userspace=True)
+        got = kunitspec.declared_cases(KUNIT, userspace=True)
         self.assertEqual(got['cpuhp_sysfs'][:2], ['states_lists_the_table',
                                                   'target_down_and_up'])
-        self.assertNotIn('cpuhp_sysfs', verdict.declared_cases(KUNIT))
+        self.assertNotIn('cpuhp_sysfs', kunitspec.declared_cases(KUNIT))
 
     def test_ok_after_an_empty_parameter_block(self) -> None:
         lines = ['KTAP version 1', '1..1', '  # Subtest: suite', '  1..1',
@@ -193,7 +193,7 @@ class SkipTest(unittest.TestCase):
             for text in ('a | b\n', 'a.* | cpu=x86 | r | w\n'):
                 path.write_text(text)
                 with self.assertRaises(ValueError):
-                    verdict.read_expected_skips(path)
+                    kunitspec.read_expected_skips(path)
 
 
 class KernelLogTest(unittest.TestCase):
@@ -236,7 +236,7 @@ class KernelLogTest(unittest.TestCase):
 
     def test_recorded_warning_run(self) -> None:
         # A real WARNING in cpuhp_rollback_freeze_fails (crafted: see the file's head).
-        start, root, v = verdict.judge_console(console('crafted_warning_in_case.log'),
+        start, root, v = judging.judge_console(console('crafted_warning_in_case.log'),
                                                expectations())
         self.assertEqual(categories(v),
                          {'kernel-log': ['cpuhp_rollback.cpuhp_rollback_freeze_fails']})
@@ -246,14 +246,14 @@ class KnownFailureTest(unittest.TestCase):
     LINES = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..2',
              '    # a: EXPECTATION FAILED at x.c:1', '    not ok 1 a', '    ok 2 b', 'not ok 1 s']
 
-    def exp(self, strict: bool = False, fixes: str = '0') -> verdict.Expectations:
-        return verdict.Expectations(
-            known=[verdict.KnownFailure('s.a', {'kver': '6.12', 'fixes': '0'}, 'a finding',
-                                        failed='FAILED at x.c:1')],
+    def exp(self, strict: bool = False, fixes: str = '0') -> kunitspec.Expectations:
+        return kunitspec.Expectations(
+            known=[kunitspec.KnownFailure('s.a', {'kver': '6.12', 'fixes': '0'}, 'a finding',
+                                          failed='FAILED at x.c:1')],
             strict=strict, context={'kver': '6.12', 'fixes': fixes})
 
     def test_known_failure_is_listed_not_red(self) -> None:
-        start, root, v = verdict.judge_console(ktap.Console(lines=self.LINES), self.exp())
+        start, root, v = judging.judge_console(ktap.Console(lines=self.LINES), self.exp())
         self.assertTrue(v.ok)
         self.assertEqual([p.name for p in v.known], ['s.a'])
         self.assertIn('known failure: a finding', v.known[0].message)
@@ -264,17 +264,17 @@ class KnownFailureTest(unittest.TestCase):
         self.assertIn('known failure', skipped.get('message', ''))
 
     def test_strict_makes_it_red(self) -> None:
-        v = verdict.judge_console(ktap.Console(lines=self.LINES), self.exp(strict=True))[2]
+        v = judging.judge_console(ktap.Console(lines=self.LINES), self.exp(strict=True))[2]
         self.assertEqual([(p.category, p.name) for p in v.problems], [('failed', 's.a')])
         self.assertEqual(v.known, [])
 
     def test_only_where_the_table_says(self) -> None:
         # With our fixes applied the finding must be gone: a failure is red.
-        v = verdict.judge_console(ktap.Console(lines=self.LINES), self.exp(fixes='1'))[2]
+        v = judging.judge_console(ktap.Console(lines=self.LINES), self.exp(fixes='1'))[2]
         self.assertFalse(v.ok)
 
     def test_the_real_table_parses(self) -> None:
-        self.assertTrue(verdict.read_known_failures(KUNIT / 'known-failures-6.12'))
+        self.assertTrue(kunitspec.read_known_failures(KUNIT / 'known-failures-6.12'))
 
     def test_the_rcu_race_whichever_compiler_built_the_kernel(self) -> None:
         # Finding 08's WARN is in __call_rcu_common() (gcc) or, inlined, in
@@ -286,12 +286,12 @@ class KnownFailureTest(unittest.TestCase):
                  '6.1': ('WARNING: CPU: 3 PID: 25 at kernel/rcu/tree.c:2856 '
                          'call_rcu+0x398/0x3c0',)}
         for kver, warns in lines.items():
-            races = [k for k in verdict.read_known_failures(KUNIT / f'known-failures-{kver}')
+            races = [k for k in kunitspec.read_known_failures(KUNIT / f'known-failures-{kver}')
                      if k.race and 'rcu/tree' in k.report]
             for line in warns:
                 with self.subTest(kver=kver, line=line):
                     self.assertEqual(len(races), 1)
-                    self.assertTrue(verdict.glob_search(races[0].report, line))
+                    self.assertTrue(kunitspec.glob_search(races[0].report, line))
 
 
 class FixesCoverTest(unittest.TestCase):
@@ -305,8 +305,8 @@ class FixesCoverTest(unittest.TestCase):
     FIX = re.compile(r'src/(?:<KVER>|[0-9.]+)/fixes/(\d{4})')
 
     def entries(self, kver: str) -> List[Tuple[str, Dict[str, str], str]]:
-        known = verdict.read_known_failures(KUNIT / f'known-failures-{kver}')
-        skips = [s for s in verdict.read_expected_skips(KUNIT / 'expected-skips')
+        known = kunitspec.read_known_failures(KUNIT / f'known-failures-{kver}')
+        skips = [s for s in kunitspec.read_expected_skips(KUNIT / 'expected-skips')
                  if fnmatch.fnmatchcase(kver, s.when.get('kver', '*'))]
         return ([(k.case, k.when, k.why) for k in known] +
                 [(s.case, s.when, s.why) for s in skips])
@@ -342,14 +342,14 @@ class KnownReportTest(unittest.TestCase):
                 f' {caller}+0x235/0x5f0', ' vmstat_update+0x17/0xa0', ' </TASK>',
                 '    ok 2 b', 'ok 1 s']
 
-    def exp(self, strict: bool = False) -> verdict.Expectations:
-        return verdict.Expectations(
-            known=[verdict.KnownFailure('s.*', {'config': 'debug'}, 'vmstat race',
-                                        report='caller is refresh_cpu_vm_stats+')],
+    def exp(self, strict: bool = False) -> kunitspec.Expectations:
+        return kunitspec.Expectations(
+            known=[kunitspec.KnownFailure('s.*', {'config': 'debug'}, 'vmstat race',
+                                          report='caller is refresh_cpu_vm_stats+')],
             strict=strict, context={'config': 'debug'})
 
     def test_the_named_report_is_known(self) -> None:
-        v = verdict.judge_console(ktap.Console(lines=self.lines('refresh_cpu_vm_stats')),
+        v = judging.judge_console(ktap.Console(lines=self.lines('refresh_cpu_vm_stats')),
                                   self.exp())[2]
         self.assertTrue(v.ok, v.problems)
         self.assertEqual([(p.category, p.name) for p in v.known], [('kernel-log', 's.b')])
@@ -357,30 +357,30 @@ class KnownReportTest(unittest.TestCase):
     def test_another_report_in_the_same_case_is_red(self) -> None:
         # Same BUG line, another caller: not the finding, so not covered,
         # although the trace further down names refresh_cpu_vm_stats's caller.
-        v = verdict.judge_console(ktap.Console(lines=self.lines('drain_local_pages')),
+        v = judging.judge_console(ktap.Console(lines=self.lines('drain_local_pages')),
                                   self.exp())[2]
         self.assertEqual([(p.category, p.name) for p in v.problems], [('kernel-log', 's.b')])
 
     def test_a_failed_case_is_not_covered_by_a_report_entry(self) -> None:
         lines = KnownFailureTest.LINES
-        v = verdict.judge_console(ktap.Console(lines=lines), self.exp())[2]
+        v = judging.judge_console(ktap.Console(lines=lines), self.exp())[2]
         self.assertEqual([(p.category, p.name) for p in v.problems], [('failed', 's.a')])
 
     def test_strict_makes_it_red(self) -> None:
-        v = verdict.judge_console(ktap.Console(lines=self.lines('refresh_cpu_vm_stats')),
+        v = judging.judge_console(ktap.Console(lines=self.lines('refresh_cpu_vm_stats')),
                                   self.exp(strict=True))[2]
         self.assertFalse(v.ok)
 
     def test_recorded_debug_run_with_the_race(self) -> None:
         # make run CONFIG=debug on 6.12.118 that hit the race (unedited).
         exp = recorded_run('debug')
-        v = verdict.judge_console(console('vmstat_race_debug_console.log'), exp)[2]
+        v = judging.judge_console(console('vmstat_race_debug_console.log'), exp)[2]
         self.assertTrue(v.ok, [str(p) for p in v.problems])
         race = [p for p in v.known if 'refresh_cpu_vm_stats' in p.detail]
         self.assertEqual([(p.category, p.name) for p in race],
                          [('kernel-log', 'cpuhp_sweep.cpuhp_sweep_target.down 152 block/mq:online')])
         exp.strict = True
-        v = verdict.judge_console(console('vmstat_race_debug_console.log'), exp)[2]
+        v = judging.judge_console(console('vmstat_race_debug_console.log'), exp)[2]
         self.assertIn(('kernel-log', 'cpuhp_sweep.cpuhp_sweep_target.down 152 block/mq:online'),
                       [(p.category, p.name) for p in v.problems])
 
@@ -388,23 +388,23 @@ class KnownReportTest(unittest.TestCase):
         # CONFIG=debug, 57843b7: the race reported twice from
         # refresh_cpu_vm_stats() and once from vmstat_update() itself.
         exp = recorded_run('debug')
-        v = verdict.judge_console(console('vmstat_race2_debug_console.log'), exp)[2]
+        v = judging.judge_console(console('vmstat_race2_debug_console.log'), exp)[2]
         self.assertTrue(v.ok, [str(p) for p in v.problems])
         self.assertEqual(len([p for p in v.known if 'smp_processor_id' in p.message]), 3)
         exp.known = [k for k in exp.known if 'vmstat_update' not in k.report]
-        v = verdict.judge_console(console('vmstat_race2_debug_console.log'), exp)[2]
+        v = judging.judge_console(console('vmstat_race2_debug_console.log'), exp)[2]
         self.assertEqual([p.category for p in v.problems], ['kernel-log'])
 
     def test_recorded_rss_counter_race_is_known_by_its_report(self) -> None:
         # CONFIG=rt, 478c107+: two 'BUG: Bad rss-counter state' while CPU 3
         # rested at workqueue:prepare during the sysfs target test.
         exp = recorded_run('rt')
-        v = verdict.judge_console(console('rss_counter_rt_console.log'), exp)[2]
+        v = judging.judge_console(console('rss_counter_rt_console.log'), exp)[2]
         self.assertTrue(v.ok, [str(p) for p in v.problems])
         self.assertEqual([p.name for p in v.known if 'rss-counter' in p.message],
                          ['cpuhp_sysfs.target_down_and_up'] * 2)
         exp.known = [k for k in exp.known if 'rss-counter' not in k.report]
-        v = verdict.judge_console(console('rss_counter_rt_console.log'), exp)[2]
+        v = judging.judge_console(console('rss_counter_rt_console.log'), exp)[2]
         self.assertEqual([p.category for p in v.problems], ['kernel-log', 'kernel-log'])
 
     def test_recorded_smp2_prepare_rest_is_known_at_2_cpus_only(self) -> None:
@@ -414,15 +414,15 @@ class KnownReportTest(unittest.TestCase):
         for kver in ('6.12', '6.1'):
             with self.subTest(kver=kver):
                 log = console(f'smp2_{kver}_console.log')
-                v = verdict.judge_console(log, recorded_run('default', kver, '2'))[2]
+                v = judging.judge_console(log, recorded_run('default', kver, '2'))[2]
                 self.assertTrue(v.ok, [str(p) for p in v.problems])
                 self.assertIn(case, [p.name for p in v.known])
                 # The entry covers only what it names: not the same kernel at 4 CPUs.
-                v = verdict.judge_console(log, recorded_run('default', kver, '4'))[2]
+                v = judging.judge_console(log, recorded_run('default', kver, '4'))[2]
                 self.assertIn(case, [p.name for p in v.problems])
                 exp = recorded_run('default', kver, '2')
                 exp.known = [k for k in exp.known if k.case != case]
-                v = verdict.judge_console(log, exp)[2]
+                v = judging.judge_console(log, exp)[2]
                 self.assertIn(case, [p.name for p in v.problems])
 
     def test_recorded_crosststamp_after_wrap_is_known_without_fixes(self) -> None:
@@ -432,18 +432,18 @@ class KnownReportTest(unittest.TestCase):
         for kver in ('6.12', '6.1'):
             with self.subTest(kver=kver):
                 log = console(f'crosststamp_wrap_{kver}_console.log')
-                v = verdict.judge_console(log, recorded_run('default', kver))[2]
+                v = judging.judge_console(log, recorded_run('default', kver))[2]
                 self.assertTrue(v.ok, [str(p) for p in v.problems])
                 self.assertIn(case, [p.name for p in v.known])
                 # With our fix applied the same failure is red.
                 exp = recorded_run('default', kver)
                 exp.context['fixes'] = '1'
-                v = verdict.judge_console(log, exp)[2]
+                v = judging.judge_console(log, exp)[2]
                 self.assertIn(case, [p.name for p in v.problems])
 
     def test_report_is_only_for_known_failures(self) -> None:
         with self.assertRaises(ValueError):
-            verdict._when('report=x', 'expected-skips:1')
+            kunitspec._when('report=x', 'expected-skips:1')
 
 
 class JunitTest(unittest.TestCase):
@@ -464,7 +464,7 @@ class JunitTest(unittest.TestCase):
         self.assertEqual(counts, {'tests': 44, 'failures': 0, 'errors': 0, 'skipped': 0})
 
     def test_names_are_not_repeated(self) -> None:
-        start, root, v = verdict.judge_console(console('pass_default_console.log'),
+        start, root, v = judging.judge_console(console('pass_default_console.log'),
                                                expectations())
         cases = list(junit.junit(root, v).getroot().iter('testcase'))
         self.assertIn(('timekeeping_crosststamp', 'crosststamp_driver_error.-16'),
@@ -479,10 +479,10 @@ class JunitTest(unittest.TestCase):
         self.assertEqual(junit_counts(lines)['failures'], 1)
 
     def test_missing_case_is_an_error_in_its_suite(self) -> None:
-        exp = verdict.Expectations(cases={'s': ['a', 'b']})
+        exp = kunitspec.Expectations(cases={'s': ['a', 'b']})
         lines = ['KTAP version 1', '1..1', '    KTAP version 1', '    # Subtest: s', '    1..1',
                  '    ok 1 a', 'ok 1 s']
-        start, root, v = verdict.judge_console(ktap.Console(lines=lines), exp)
+        start, root, v = judging.judge_console(ktap.Console(lines=lines), exp)
         cases = {c.get('name'): c for c in junit.junit(root, v).getroot().iter('testcase')}
         self.assertIsNotNone(cases['b'].find('error'))
 
@@ -522,7 +522,7 @@ class Kernel61Test(unittest.TestCase):
     def test_skips_printed_as_ok_are_red(self) -> None:
         # 6.1's KUnit prints a skipped parameter as 'ok', without SKIP and
         # reason; only its count line says skip:N.
-        v = verdict.judge_console(self.console, verdict.Expectations())[2]
+        v = judging.judge_console(self.console, kunitspec.Expectations())[2]
         hidden = {p.name: p.message for p in v.problems if p.category == 'unexpected-skip'}
         self.assertEqual(sorted(hidden), ['cpuhp_sweep.cpuhp_sweep_rollback',
                                           'cpuhp_sweep.cpuhp_sweep_target',

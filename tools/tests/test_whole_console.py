@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import hygiene, judging, junit, ktap, kunitjson, run, tree, verdict
+from cpuhpk import hygiene, judging, junit, ktap, kunitjson, kunitspec, outputs, run, say, verdict
 from tests.recorded import derailed_expectations, run_default_expectations
 
 DATA = Path(__file__).parent / 'data'
@@ -39,7 +39,7 @@ def judge(console: List[str], userspace: bool = True,
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / 'console.log'
         path.write_text('\n'.join(console) + '\n')
-        return verdict.judge_console(ktap.read_console(path), exp)[2]
+        return judging.judge_console(ktap.read_console(path), exp)[2]
 
 
 def at(console: List[str], text: str) -> int:
@@ -104,7 +104,7 @@ class ConsolesOnceGreenTest(unittest.TestCase):
         i = at(console, CASE)
         console = console[:i] + UBSAN + console[i:]
         exp = run_default_expectations('', dict(CONTEXT), userspace=True)
-        _, root, v = verdict.judge_console(ktap.Console(lines=console), exp)
+        _, root, v = judging.judge_console(ktap.Console(lines=console), exp)
         tc = next(c for c in junit.junit(root, v).getroot().iter('testcase')
                   if c.get('name') == 'cpuhp_rollback_down_fails')
         failure = tc.find('failure')
@@ -157,7 +157,7 @@ class ConsolesOnceGreenTest(unittest.TestCase):
             out = Path(tmp) / 'out'
             args = ['--judge', str(path), '--out', str(out), '--kver', '6.12']
             with contextlib.redirect_stdout(io.StringIO()) as said, \
-                    mock.patch.object(judging, 'expectations', run_default_expectations):
+                    mock.patch.object(outputs, 'expectations', run_default_expectations):
                 self.assertEqual(run.main(args), 1)
             self.assertIn('user-space suite expected', said.getvalue())
             data = json.loads((out / 'verdict.json').read_text())
@@ -165,7 +165,7 @@ class ConsolesOnceGreenTest(unittest.TestCase):
             self.assertIn(['missing', 'cpuhp_sysfs'],
                           [[p['category'], p['name']] for p in data['problems']])
             with contextlib.redirect_stdout(io.StringIO()), \
-                    mock.patch.object(judging, 'expectations', run_default_expectations):
+                    mock.patch.object(outputs, 'expectations', run_default_expectations):
                 self.assertEqual(run.main(args + ['--userspace', '0']), 0)
 
 
@@ -255,7 +255,7 @@ class KnownFailureScopeTest(unittest.TestCase):
         v = judge(console)
         self.assertTrue(v.ok, v.problems)
         self.assertEqual([p.name for p in v.not_seen], ['cpuhp_sysfs.online_file_follows_target'])
-        self.assertIn('did not occur', ' '.join(judging.summary(v)))
+        self.assertIn('did not occur', ' '.join(outputs.summary(v)))
 
     def test_a_skipped_case_does_not_say_its_known_failure_is_gone(self) -> None:
         """An expected skip (arm64: no suspend to RAM) ran nothing: no 'did not occur'."""
@@ -284,7 +284,7 @@ class KunitPyAgreementTest(unittest.TestCase):
     def verdict_of(self, name: str, kver: str) -> verdict.Verdict:
         context = dict(CONTEXT, kver=kver)
         exp = run_default_expectations('', context, userspace=True)
-        return verdict.judge_console(ktap.read_console(DATA / name), exp)[2]
+        return judging.judge_console(ktap.read_console(DATA / name), exp)[2]
 
     def test_recorded_runs_agree(self) -> None:
         for kver in ('6.12', '6.1'):
@@ -298,8 +298,8 @@ class KunitPyAgreementTest(unittest.TestCase):
         # 6.1's KUnit printed an empty line after each parameter block's
         # header (src/6.1/0008 before this fix): kunit.py read every
         # parameterised case as crashed, while we read them passed.
-        v = verdict.judge_console(ktap.read_console(DATA / 'first_default_6.1_console.log'),
-                                  verdict.Expectations())[2]
+        v = judging.judge_console(ktap.read_console(DATA / 'first_default_6.1_console.log'),
+                                  kunitspec.Expectations())[2]
         differ = kunitjson.kunit_py_disagreements(DATA / 'first_default_6.1_kunit_py.json', v)
         self.assertGreaterEqual(len(differ), 43)
         self.assertTrue(any('kunit.py (absent), ours PASS' in d for d in differ))
@@ -312,7 +312,7 @@ class KunitPyAgreementTest(unittest.TestCase):
             (out / 'results.json').write_text(json.dumps(data))
             shutil.copy(CONSOLE, out / 'console.log')
             exp = run_default_expectations('', dict(CONTEXT), userspace=True)
-            _, v = judging.judge(out, out / 'console.log', exp, 0, None, 600, 'Starting KUnit Kernel',
+            _, v = outputs.judge(out, out / 'console.log', exp, 0, None, 600, 'Starting KUnit Kernel',
                              out / 'results.json')
             self.assertEqual([p.category for p in v.problems], ['kunit.py'])
             self.assertIn('cpuhp_install.ghost: kunit.py PASS, ours (absent)', v.problems[0].detail)
@@ -340,8 +340,8 @@ class KunitPyDerailedTest(unittest.TestCase):
         kunit_py.write_text(fake_kunit_py)
         exp = derailed_expectations('', dict(self.CONTEXT), userspace=True)
         logged: List[str] = []
-        with mock.patch.object(tree, 'log', logged.append):
-            _, v = judging.judge(out, out / 'console.log', exp, 1, None, 600,
+        with mock.patch.object(say, 'log', logged.append):
+            _, v = outputs.judge(out, out / 'console.log', exp, 1, None, 600,
                              'Starting KUnit Kernel', out / 'results.json', kunit_py)
         return out, v, logged
 
@@ -409,10 +409,10 @@ class KunitPyDerailedTest(unittest.TestCase):
                 'name': 'cpuhp_rollback', 'sub_groups': [], 'test_cases': [case]}]}))
         kunit_py = out / 'kunit.py'
         kunit_py.write_text(self.replays(out / 'ktap_only.json'))
-        exp = judging.expectations('cpuhp_rollback.cpuhp_rollback_down_fails', dict(CONTEXT))
+        exp = outputs.expectations('cpuhp_rollback.cpuhp_rollback_down_fails', dict(CONTEXT))
         logged: List[str] = []
-        with mock.patch.object(tree, 'log', logged.append):
-            _, v = judging.judge(out, out / 'console.log', exp, 1, None, 600,
+        with mock.patch.object(say, 'log', logged.append):
+            _, v = outputs.judge(out, out / 'console.log', exp, 1, None, 600,
                              'Starting KUnit Kernel', out / 'results.json', kunit_py)
         self.assertEqual(v.problems, [])
         self.assertTrue(any('exits 1 for the results its derailed parse made up' in m
@@ -451,7 +451,7 @@ class RecordedMaskingTest(unittest.TestCase):
     def test_the_second_failure_is_red_and_the_known_one_listed(self) -> None:
         context = dict(CONTEXT, kver='6.1')
         exp = run_default_expectations('', context, userspace=True)
-        v = verdict.judge_console(ktap.read_console(DATA / 'freeze_break_6.1_console.log'),
+        v = judging.judge_console(ktap.read_console(DATA / 'freeze_break_6.1_console.log'),
                                   exp)[2]
         case = 'cpuhp_rollback.cpuhp_rollback_freeze_fails'
         self.assertEqual(problems(v), [('kernel-log', case, 'warning')])
