@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import cache, kunitspec, say, series, seriesmake, seriesplan, seriesreport, tree
+from cpuhpk import cache, kunitspec, say, series, seriesmake, seriesplan, serieschecks, tree
 from cpuhpk.paths import REPO
 
 STABLE = 'stable@vger.kernel.org'
@@ -278,7 +278,7 @@ def make(work: Path, build_dir: Path, targets: Sequence[str], log: Path) -> Tupl
     return series.run_steps(work, make_steps(work, build_dir, targets), log)
 
 
-def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Report,
+def make_fixes_series(kver: str, who: str, out: Path, checks: serieschecks.Checks,
                       build: bool = True) -> None:
     src = tree.series_dir(REPO, kver) / 'fixes'
     plan = read_plan(src)
@@ -293,7 +293,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Repor
     if build:
         seriesmake.git(work, 'checkout', '-q', '-f', base)
         ok, why = series.configure(work, build_dir, BUILD_CONFIG, log)
-        report.add(f'configure {build_dir.name}', ok, why or ', '.join(BUILD_CONFIG))
+        checks.add(f'configure {build_dir.name}', ok, why or ', '.join(BUILD_CONFIG))
         build = ok
     env = seriesmake.identity(who)
     for s in plan:
@@ -303,7 +303,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Repor
         for patch in s.patches:
             if patch in s.posted:
                 same, differ = same_change(src / patch, src / s.posted[patch])
-                report.add(f'{s.name}: {s.posted[patch]} is {patch} on the pristine code',
+                checks.add(f'{s.name}: {s.posted[patch]} is {patch} on the pristine code',
                            same, differ)
             res = subprocess.run(['git', '-C', str(work), 'am', '-q', '--keep-cr',
                                   str(src / s.posted.get(patch, patch))],
@@ -312,7 +312,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Repor
             if res.returncode != 0:
                 subprocess.run(['git', '-C', str(work), 'am', '--abort'], capture_output=True,
                                check=False)
-                report.add(f'{s.name}: {patch} applies to the pristine tree', False,
+                checks.add(f'{s.name}: {patch} applies to the pristine tree', False,
                            (res.stdout + res.stderr).strip() or 'git am failed')
                 applied = False
                 break
@@ -322,19 +322,19 @@ def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Repor
             seriesmake.git(work, 'commit', '-q', '--amend', '-F', '-',
                        *(['--reset-author'] if author == seriesmake.PLACEHOLDER else []),
                        env=env, stdin=msg)
-            report.add(f'{s.name}: {patch} applies to the pristine tree', True,
+            checks.add(f'{s.name}: {patch} applies to the pristine tree', True,
                        f'git am on {label}' + (f' after {s.patches[0]}..'
                                                if patch != s.patches[0] else ''))
             if build:
                 objs = touched_objects(work, 'HEAD')
                 ok, why = make(work, build_dir, objs, log) if objs else (True, '')
-                report.add(f'{s.name}: {patch} compiles', ok,
+                checks.add(f'{s.name}: {patch} compiles', ok,
                            why or (f'make {" ".join(objs)}' if objs else 'no .c file changed'))
         if not applied:
             continue
         if build:
             ok, why = make(work, build_dir, ['vmlinux'], log)
-            report.add(f'{s.name}: links into a vmlinux', ok, why or 'make vmlinux')
+            checks.add(f'{s.name}: links into a vmlinux', ok, why or 'make vmlinux')
         dest = out / s.name
         commits = seriesmake.git(work, 'rev-list', '--reverse', f'{base}..{branch}').split()
         diff = out / f'{s.name}.diff'
@@ -357,7 +357,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Repor
             # A stable backport carries upstream's text as merged: what
             # checkpatch finds there is listed, not held against it.
             kept = bool(found) and is_backport(p.read_text())
-            report.add(f'{s.name}: checkpatch --strict {p.name}', not found or kept,
+            checks.add(f'{s.name}: checkpatch --strict {p.name}', not found or kept,
                        ('upstream text kept as merged: ' if kept else '')
                        + ('\n'.join(found) if found else '0 errors, 0 warnings, 0 checks'))
         cover = numbered[0]
@@ -365,7 +365,7 @@ def make_fixes_series(kver: str, who: str, out: Path, report: seriesreport.Repor
         data = data.replace('*** SUBJECT HERE ***', s.title)
         data = data.replace('*** BLURB HERE ***', cover_blurb(kver, s, numbers, label))
         cover.write_text(data)
-        report.add(f'{s.name}: cover letter', '***' not in data,
+        checks.add(f'{s.name}: cover letter', '***' not in data,
                    f'{len(numbered) - 1} patch(es) to {", ".join(to)}; cc {", ".join(cc)}')
     seriesmake.git(work, 'checkout', '-q', '-f', base)
 
@@ -386,14 +386,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     out = (args.out or REPO / 'out' / f'{args.kver}-fixes-series').resolve()
-    report = seriesreport.Report(args.kver, kind='fixes-series')
+    checks = serieschecks.Checks(args.kver, kind='fixes-series')
 
     def job() -> int:
         try:
-            make_fixes_series(args.kver, who, out, report, args.build)
+            make_fixes_series(args.kver, who, out, checks, args.build)
         except (seriesplan.SeriesError, say.PrepareError, ValueError) as e:
-            report.add('fixes-series', False, str(e))
-        return report.finish(out)
+            checks.add('fixes-series', False, str(e))
+        return checks.finish(out)
 
     try:
         who = seriesmake.signer(args.author, args.author_of_head)

@@ -34,7 +34,7 @@ from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 from cpuhpk.seriesmake import (BASE_TREE, cpus, git, identity, make_series,
                                pristine_commit, run_command, scratch, signer)
-from cpuhpk.seriesreport import Report
+from cpuhpk.serieschecks import Checks
 
 # make series-check: every prefix of every series builds with BASE_CONFIG
 # (a tinyconfig kernel with the suites: =m where tristate; without
@@ -137,7 +137,7 @@ def build(work: Path, build_dir: Path, fragment: Sequence[str], log: Path,
     return run_steps(work, [make_command(work, build_dir, a) + ['vmlinux', 'modules']], log)
 
 
-def series_check(kver: str, who: str, out: Path, report: Report) -> None:
+def series_check(kver: str, who: str, out: Path, checks: Checks) -> None:
     """Build after every patch of the branches make_series() left, for
     x86_64 and for each of CHECK_ARCHES, then the variants of VARIANTS on
     both series; a suite configured =m must come out as its module each time."""
@@ -156,7 +156,7 @@ def series_check(kver: str, who: str, out: Path, report: Report) -> None:
               a: Optional[arch.Arch] = None) -> None:
         built, why = build(work, build_dir, fragment, log, a)
         missing = missing_modules(build_dir) if built else []
-        report.add(name, built and not missing,
+        checks.add(name, built and not missing,
                    why or (f'no module for {", ".join(missing)}' if missing
                            else f'builds ({suite_options(build_dir)})'))
 
@@ -193,7 +193,7 @@ def pristine_spec(console: Path, kver: str, smp: int, filter_glob: str, dest: Pa
                    fixes=fixes, userspace=False, config='series')
 
 
-def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report) -> None:
+def series_pristine(kver: str, out: Path, smp: int, timeout: int, checks: Checks) -> None:
     """git am each series of @out onto a fresh extraction, kunit.py run as the cover
     letter says, and the verdict of each run's console (out/pristine-<name>/)."""
     src = tree.series_dir(REPO, kver)
@@ -220,7 +220,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
         # Each series applies on its own to the pristine tree.
         git(fresh, 'checkout', '-q', '-f', '-B', f'alone-{s.name}', base)
         git(fresh, 'am', '-q', *map(str, patches[1:]), env=identity('git am <am@localhost>'))
-        report.add(f'git am {s.name}', True, f'{len(patches) - 1} patches apply to a fresh '
+        checks.add(f'git am {s.name}', True, f'{len(patches) - 1} patches apply to a fresh '
                    f'extraction of linux-source-{kver} {package} (git tree {tree_id[:12]})')
     # Then all of them, and each series' suites run as its cover letter says.
     git(fresh, 'checkout', '-q', '-f', '-B', 'all', base)
@@ -248,7 +248,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
                 shutil.copy(console, dest / 'kunit-test.log')
             what = f'kunit.py run {s.name}'
             if killed is not None or not console.is_file():
-                report.add(what, False, 'kunit.py ' + (
+                checks.add(what, False, 'kunit.py ' + (
                     'did not end' if killed is not None else f'left no console (exit {rc})'))
                 continue
             verdict_rc = outputs.judge_file(pristine_spec(console, kver, cpus(s, smp), s.filter, dest, any(
@@ -257,7 +257,7 @@ def series_pristine(kver: str, out: Path, smp: int, timeout: int, report: Report
             passed, failed, skipped, known = v.closing_counts()
             # A posted test passes where it lands: a known failure (a
             # finding, a kernel report) is the harness's to list, not the series'.
-            report.add(what, verdict_rc == 0 and known == 0,
+            checks.add(what, verdict_rc == 0 and known == 0,
                        f'$ {run_command(s, smp)}: verdict {"pass" if v.ok else "fail"}: '
                        f'{passed} passed, {failed} failed, {skipped} skipped, {known} known '
                        f'failures (kunit.py exit {rc}; pristine-{s.name}/)')
@@ -293,18 +293,18 @@ def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     out = (args.out or REPO / 'out' / 'series' / args.kver).resolve()
 
-    report = Report(args.kver)
+    checks = Checks(args.kver)
 
     def job() -> int:
         try:
-            make_series(args.kver, who, out, report, args.results)
+            make_series(args.kver, who, out, checks, args.results)
             if args.check:
-                series_check(args.kver, who, out, report)
+                series_check(args.kver, who, out, checks)
             if args.pristine:
-                series_pristine(args.kver, out, args.smp, args.timeout, report)
+                series_pristine(args.kver, out, args.smp, args.timeout, checks)
         except (seriesplan.SeriesError, say.PrepareError) as e:
-            report.add('series', False, str(e))
-        return report.finish(out)
+            checks.add('series', False, str(e))
+        return checks.finish(out)
 
     try:
         who = signer(args.author, args.author_of_head)

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from cpuhpk import cache, say, seriesplan, tree
 from cpuhpk.paths import REPO
-from cpuhpk.seriesreport import Report
+from cpuhpk.serieschecks import Checks
 
 # The patches carry this identity until a user's replaces it.
 PLACEHOLDER = 'dev@cpuhp-kunit.example'
@@ -430,7 +430,7 @@ def scratch(t: tree.Tree) -> Path:
     return work
 
 
-def make_series(kver: str, who: str, out: Path, report: Report, results: bool = True) -> None:
+def make_series(kver: str, who: str, out: Path, checks: Checks, results: bool = True) -> None:
     """The series in out/<name>/, each patch checked by checkpatch --strict."""
     src = tree.series_dir(REPO, kver)
     plan = seriesplan.read_plan(src)
@@ -458,24 +458,24 @@ def make_series(kver: str, who: str, out: Path, report: Report, results: bool = 
             every[1].extend(n for n in cc if n not in every[1])
         cover = dest / '0000-cover-letter.patch'
         cover.write_text(with_recipients(cover.read_text(), *every))
-        report.add(f'recipients {s.name}', bool(every[0] and every[1]),
+        checks.add(f'recipients {s.name}', bool(every[0] and every[1]),
                    f'To: {", ".join(every[0])}; Cc: {", ".join(every[1])} (the cover '
                    'letter; each patch its own)')
         sizes = {p.name: len(p.read_text().splitlines()) for p in patches}
         big = {n: k for n, k in sizes.items() if k > MAX_PATCH_LINES}
-        report.add(f'patch sizes {s.name}', not big,
+        checks.add(f'patch sizes {s.name}', not big,
                    (f'over {MAX_PATCH_LINES} lines: ' if big else 'lines: ')
                    + ', '.join(f'{n} {k}' for n, k in (big or sizes).items()))
         words = [f'{p.name}: {w}' for p in sorted(dest.glob('0*.patch'))
                  for w in seriesplan.harness_words(p.read_text())]
-        report.add(f'no harness words {s.name}', not words,
+        checks.add(f'no harness words {s.name}', not words,
                    '\n'.join(words) if words else 'none in the cover letter, messages or code')
         counts = {'ERROR': 0, 'WARNING': 0, 'CHECK': 0}
         for p in patches:
             found = checkpatch(work, p)
             for k, n in kinds(found).items():
                 counts[k] += n
-            report.add(f'checkpatch --strict {s.name}/{p.name}', not found,
+            checks.add(f'checkpatch --strict {s.name}/{p.name}', not found,
                        '\n'.join(found) if found else '0 errors, 0 warnings, 0 checks')
             text += [f'{s.name}/{p.name}: {len(found)} found'] + ['  ' + f for f in found]
         note = '\n'.join(textwrap.wrap(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, List, Sequence
 from unittest import mock
 
-from cpuhpk import merge, mutate, outputs, seriesreport
+from cpuhpk import merge, mutate, outputs, serieschecks
 from cpuhpk.paths import REPO
 from tests.recorded import expectations as recorded_expectations
 
@@ -98,7 +98,7 @@ class MergeTest(unittest.TestCase):
         self.assertEqual(self.merged(), 1)
 
     def series_dir(self, name: str, *oks: bool) -> Path:
-        report = seriesreport.Report('6.12')
+        report = serieschecks.Checks('6.12')
         for i, ok in enumerate(oks):
             report.add(f'check {i}', ok, 'fine' if ok else 'broken')
         report.write(self.tmp / name)

@@ -14,7 +14,7 @@ import re
 from typing import Dict, List
 from unittest import mock
 
-from cpuhpk import outputs, series, seriesmake, seriesplan, seriesreport, tree
+from cpuhpk import outputs, series, seriesmake, seriesplan, serieschecks, tree
 from cpuhpk.paths import REPO
 from tests import recorded
 
@@ -363,10 +363,10 @@ class ModuleTest(unittest.TestCase):
 
 class ReportTest(unittest.TestCase):
     def test_no_check_is_not_a_pass(self) -> None:
-        self.assertFalse(seriesreport.Report('6.12').ok)
+        self.assertFalse(serieschecks.Checks('6.12').ok)
 
     def test_one_red_check_is_red(self) -> None:
-        r = seriesreport.Report('6.12')
+        r = serieschecks.Checks('6.12')
         with mock.patch('sys.stdout'):
             r.add('a', True)
             r.add('b', False, 'broken')

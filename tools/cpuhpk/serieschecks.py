@@ -1,4 +1,4 @@
-"""The report of a make series* run: each check, out/series.json, junit.xml, summary.txt."""
+"""The checks of a make series* run: each check, out/series.json, junit.xml, summary.txt."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ class Check:
 
 
 @dataclass
-class Report:
+class Checks:
     """Every check of a make series* run: out/series.json, junit.xml, summary.txt."""
     kver: str
     checks: List[Check] = field(default_factory=list)
@@ -35,7 +35,7 @@ class Report:
         return bool(self.checks) and all(c.ok for c in self.checks)
 
     def finish(self, out: Path) -> int:
-        """Write the report to @out, say PASS or FAIL; the exit status."""
+        """Write the checks to @out, say PASS or FAIL; the exit status."""
         self.write(out)
         print(f'cpuhp-kunit {self.kind} {self.kver}: ' + ('PASS' if self.ok else 'FAIL')
               + f' ({out})')
