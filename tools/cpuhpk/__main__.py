@@ -229,7 +229,7 @@ TARGETS: Tuple[Tuple[str, str, Optional[Command]], ...] = (
     ('matrix', 'for each series of KVERS: coverage for default, run for each other config, the '
      "fixes, series and tree jobs, Debian's kernel; red if any is", Command('matrix', ('run',))),
     ('test', 'tools-test, then the tier of matrix (TIER=1): both default kernels with the '
-     'coverage gate, 6.12 with FIXES=1: what CI runs', None),
+     'coverage gate, 6.12 with FIXES=1: what .ci/run runs', None),
     ('matrix-list', "the kernel jobs of make matrix, one a line (make arguments; TIER=1: make "
      "test's)", Command('matrix', ('list',))),
     ('ci-files', 'write the job lists of .gitlab-ci.yml and the GitHub workflow from '

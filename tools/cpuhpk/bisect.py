@@ -3,8 +3,8 @@
 `git bisect run` with our verdict as the test, in a bare repository of our
 own under the cache that borrows the user's objects (the user's tree is
 never written to; the bisection's state is ours). Each step is a TREE= run
-of that revision without local changes (tools/cpuhpk/run.py, FILTER= to
-keep it short), its outputs in out/bisect-<name>/steps/<rev>/:
+of that revision without local changes (execute.execute() of a RunSpec,
+FILTER= to keep it short), its outputs in out/bisect-<name>/steps/<rev>/:
 
   exit 0    the verdict is green
   exit 1    red for a reason a test gives (a case, a kernel report, a hang)

@@ -3,9 +3,8 @@
 A build directory remembers the inputs of kunit.py's last build there
 (BUILD_STAMP): a run whose inputs are the same boots that kernel again with
 kunit.py exec instead of kunit.py run, whose olddefconfig and make take
-10-35 s on x86 even when nothing changed. That is 18 of make test's 26
-boots: each after the first of make coverage and of fixes-test, the SMP=2
-runs.
+time even when nothing changed (Documentation/performance.md): each boot
+of make coverage and of fixes-test after their first.
 
 build_inputs() digests what a build reads; reusable_build() says whether
 the kernel in a build directory is the one of these inputs, untouched

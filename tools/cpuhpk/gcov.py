@@ -3,7 +3,7 @@
 Every kernel is built with CONFIG_GCOV_KERNEL and profiles only the objects
 under test, kernel/cpu.o and kernel/time/timekeeping.o (make
 CPUHP_KUNIT_GCOV=y, see src/), not GCOV_PROFILE_ALL: measured, it costs
-nothing visible at run time (README, Performance), so the default kernel is
+nothing visible at run time (Documentation/coverage.md), so the default kernel is
 the coverage kernel and no build is spent on coverage alone. After the
 suites the guest (guest.py) prints the .gcda files of
 /sys/kernel/debug/gcov as a base64 tar on the console. Those files go back

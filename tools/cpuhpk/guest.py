@@ -6,7 +6,7 @@ arguments) but runs /init from a small initramfs: the user-space test
 kunit/cpuhp_sysfs_test.sh (when FILTER selects it), then Debian's
 busybox-static mounts debugfs and prints the .gcda files of
 /sys/kernel/debug/gcov as a base64 tar on the console (gcov.py reads
-them back), then powers off. With ISOLATE= every boot prints its own.
+them back), then reboots (kunit_shutdown=reboot; -no-reboot ends QEMU). With ISOLATE= every boot prints its own.
 
 The selftest anchor of make coverage (tools/cpuhpk/coverage.py) boots the
 same kernel with an initramfs that runs upstream's cpu-on-off-test.sh -a
@@ -51,7 +51,7 @@ echo "{hygiene.GCOV_END}"
 '''
 
 # After the KUnit suites: the user-space tests (their KTAP joins the run's),
-# then print the gcov data, power off. {tests}: one line per test script.
+# then print the gcov data, reboot (QEMU ends). {tests}: one line per test script.
 # A boot that only lists the suites (kunit.py --run_isolated boots once
 # with kunit.action=list first, and reads nothing after the list) powers
 # off at once: no user-space test, no gcov data.

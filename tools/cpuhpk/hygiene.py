@@ -22,8 +22,8 @@ one that does not is still an error, and so is a window in which no report
 containing <text> appeared (the declaration doubles as an assertion that
 the kernel still reports what it reported when the case was written).
 
-The coverage run prints its gcov data as base64 between 'cpuhp-kunit: gcov
-begin' and 'cpuhp-kunit: gcov end' (coverage.py); random base64 contains
+A run's guest prints its gcov data as base64 between 'cpuhp-kunit: gcov
+begin' and 'cpuhp-kunit: gcov end' (guest.py, read by gcov.py); random base64 contains
 'Oops' about once in 250,000 lines, so the base64 lines of that window are
 not read. Any other line inside it (a kernel message) still is.
 """

@@ -8,8 +8,7 @@ configurations, the compiler, QEMU, lcov, the initramfs's binaries) and
 its own arguments. When it passes, out/.jobs/<job>.json records a digest
 of all of them; the next make matrix with the same digest prints that the
 job is up to date and when it passed (its outputs are where that run left
-them), instead of running it again (warm make test, nothing changed:
-44 s end to end on 2026-12-06, Documentation/performance.md). A red or
+them), instead of running it again (its time: Documentation/performance.md). A red or
 interrupted job leaves no stamp. FORCE=1 runs every job again, and so
 does a cached tree edited on purpose (CPUHP_KUNIT_DIRTY=1): an experiment
 is never up to date, and make -n matrix neither uses nor writes stamps.

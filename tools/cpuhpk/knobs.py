@@ -33,7 +33,7 @@ KUNIT_PY_FLAGS = {'kconfig_add': '--kconfig_add', 'kernel_args': '--kernel_args'
 KNOB_NAMES = {'kconfig_add': 'KCONFIG_ADD', 'kernel_args': 'KERNEL_ARGS',
               'qemu_args': 'QEMU_ARGS', 'make_options': 'MAKE_OPTIONS', 'isolate': 'ISOLATE',
               'filter_attr': 'FILTER_ATTR', 'filter_action': 'FILTER_ACTION'}
-# Profile kernel/cpu.o and kernel/time/timekeeping.o (src/0004, gcov.py).
+# Profile kernel/cpu.o and kernel/time/timekeeping.o (src/6.12/0007, src/6.1/0004; gcov.py).
 MAKE_OPTIONS = ('CPUHP_KUNIT_GCOV=y',)
 # What kbuild's LLVM=1 runs (clang, ld.lld, llvm-ar, ...): Debian's packages.
 LLVM_PACKAGES = ('clang', 'lld', 'llvm')

@@ -19,7 +19,7 @@ so a red run can never be green in a file CI reads. A run is red when:
                run says
 - console      the console was too large to judge whole
 - timeout, build, prepare, kunit.py, interrupted, coverage, selftest:
-               the run itself went wrong (run.py, coverage.py)
+               the run itself went wrong (execute.py, coverage.py)
 
 Every problem has a title and a key: a kernel report's title is the one
 titles.title() gives it ('WARNING in cpuhp_thread_fun'), a failed case's
