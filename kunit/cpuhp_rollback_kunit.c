@@ -74,11 +74,14 @@
 #endif
 
 #include <kunit/test.h>
+#include <linux/completion.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/device.h>
+#include <linux/kthread.h>
 #include <linux/sched/isolation.h>
+#include <linux/sched/task.h>
 #include <linux/spinlock.h>
 #include <linux/suspend.h>
 #include <linux/topology.h>
@@ -1289,6 +1292,122 @@ static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
 #endif
 #endif
 
+#ifdef CPUHP_KUNIT_HARNESS
+/* An add_cpu() held in a startup while another thread disables hotplug. */
+struct cpuhp_rollback_held {
+	unsigned int cpu;
+	long state;
+	struct completion entered;	/* the startup runs on @cpu: add_cpu() is in flight */
+	struct completion release;	/* lets the startup return */
+	struct completion up_done;	/* add_cpu() returned @up_ret */
+	struct completion disable_done;	/* cpu_hotplug_disable() returned */
+	bool up_started;
+	bool disabled;			/* cpu_hotplug_disable() has returned */
+	int up_ret;
+	struct task_struct *disabler;
+};
+
+/* The case's operation, for the startup, which has no other context. */
+static struct cpuhp_rollback_held *cpuhp_rollback_held;
+
+static int cpuhp_rollback_held_startup(unsigned int cpu)
+{
+	struct cpuhp_rollback_held *h = READ_ONCE(cpuhp_rollback_held);
+
+	if (h && cpu == h->cpu) {
+		complete(&h->entered);
+		wait_for_completion(&h->release);
+	}
+	return 0;
+}
+
+static int cpuhp_rollback_held_up(void *data)
+{
+	struct cpuhp_rollback_held *h = data;
+
+	h->up_ret = add_cpu(h->cpu);
+	complete(&h->up_done);
+	return 0;
+}
+
+static int cpuhp_rollback_held_disable(void *data)
+{
+	struct cpuhp_rollback_held *h = data;
+
+	cpu_hotplug_disable();
+	WRITE_ONCE(h->disabled, true);
+	complete(&h->disable_done);
+	return 0;
+}
+
+/* The startup released, both threads ended, hotplug enabled, the state gone. */
+static void cpuhp_rollback_held_end(void *data)
+{
+	struct cpuhp_rollback_held *h = data;
+
+	complete_all(&h->release);
+	if (h->up_started)
+		wait_for_completion(&h->up_done);
+	if (h->disabler) {
+		wait_for_completion(&h->disable_done);
+		put_task_struct(h->disabler);
+		cpu_hotplug_enable();
+	}
+	WRITE_ONCE(cpuhp_rollback_held, NULL);
+	cpuhp_remove_state_nocalls(h->state);
+}
+
+/*
+ * cpu_hotplug_disable() waits for an operation in flight (it takes the
+ * lock cpu_up() and cpu_down() hold): while add_cpu(N) is held in a
+ * startup, a thread calling it sleeps on that lock and returns only once
+ * add_cpu() did; N is online and hotplug disabled then. Whether the
+ * thread sleeps is read from its state, not from time.
+ */
+static void cpuhp_rollback_disable_waits(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	struct cpuhp_rollback_held *h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
+	struct task_struct *t;
+
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	h->cpu = rb->cpu;
+	init_completion(&h->entered);
+	init_completion(&h->release);
+	init_completion(&h->up_done);
+	init_completion(&h->disable_done);
+	cpuhp_rollback_offline(test, rb);
+	WRITE_ONCE(cpuhp_rollback_held, h);
+	h->state = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "test/cpuhp_rollback:held",
+					     cpuhp_rollback_held_startup, NULL);
+	KUNIT_ASSERT_GT(test, h->state, 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_held_end, h), 0);
+
+	t = kthread_run(cpuhp_rollback_held_up, h, "cpuhp_rollback/up");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	h->up_started = true;
+	wait_for_completion(&h->entered);
+
+	t = kthread_create(cpuhp_rollback_held_disable, h, "cpuhp_rollback/disable");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	get_task_struct(t);
+	h->disabler = t;
+	wake_up_process(t);
+	/* It returns, or it sleeps on the lock add_cpu() holds. */
+	while (!READ_ONCE(h->disabled) && !wait_task_inactive(t, TASK_UNINTERRUPTIBLE))
+		cond_resched();
+	KUNIT_EXPECT_FALSE_MSG(test, READ_ONCE(h->disabled),
+			       "cpu_hotplug_disable() returned while add_cpu(%u) ran", h->cpu);
+
+	complete_all(&h->release);
+	wait_for_completion(&h->up_done);
+	wait_for_completion(&h->disable_done);
+	KUNIT_EXPECT_EQ(test, h->up_ret, 0);
+	cpuhp_rollback_expect_refused(test, rb);
+	kunit_release_action(test, cpuhp_rollback_held_end, h);
+}
+#endif
+
 #ifdef CPUHP_KUNIT_PART_freeze
 #ifdef CPUHP_KUNIT_HARNESS
 /*
@@ -1493,6 +1612,7 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 	KUNIT_CASE(cpuhp_rollback_disabled),
 #ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE(cpuhp_rollback_disabled_smt_off),
+	KUNIT_CASE(cpuhp_rollback_disable_waits),
 #endif
 #ifdef CPUHP_KUNIT_PART_freeze
 #ifdef CPUHP_KUNIT_HARNESS

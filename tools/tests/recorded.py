@@ -94,7 +94,8 @@ ADDED_HOTPLUG_DISABLED['timekeeping_crosststamp_clock'] = [
 # forceoff over off.
 ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += [
     'cpuhp_rollback_freeze_wakeup_pending', 'cpuhp_rollback_freeze_takes_none',
-    'cpuhp_rollback_pm_notifier_disables', 'cpuhp_rollback_disabled_smt_off']
+    'cpuhp_rollback_pm_notifier_disables', 'cpuhp_rollback_disabled_smt_off',
+    'cpuhp_rollback_disable_waits']
 ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['smt_control_first_thread_fail_keeps_state',
                                          'nosmt_forceoff_after_off']
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
