@@ -29,7 +29,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
-from cpuhpk import arch, knobs, tree
+from cpuhpk import arch, knobs, stamp, tree
 from cpuhpk.runspec import RunSpec
 
 BUILD_STAMP = 'cpuhp-kunit-build.json'
@@ -111,16 +111,13 @@ COVERAGE_STAMP = 'coverage-sources.json'
 def remember_coverage(out: Path, sources: Optional[str]) -> None:
     """@out/coverage.info was made from the sources that digest to @sources."""
     if sources is not None:
-        (out / COVERAGE_STAMP).write_text(json.dumps({'sources': sources}) + '\n')
+        stamp.write(out / COVERAGE_STAMP, {'sources': sources})
 
 
 def coverage_sources(out: Path) -> Optional[str]:
     """The source_digest() @out/coverage.info was made from; None when unknown."""
-    try:
-        data = json.loads((out / COVERAGE_STAMP).read_text())
-    except (OSError, ValueError):
-        return None
-    value = data.get('sources') if isinstance(data, dict) else None
+    data = stamp.read(out / COVERAGE_STAMP)
+    value = data.get('sources') if data is not None else None
     return value if isinstance(value, str) else None
 
 
@@ -147,21 +144,18 @@ def reusable_build(build_dir: Path, inputs: Optional[str]) -> bool:
     """Whether @build_dir holds a kernel kunit.py built from @inputs, untouched since."""
     if inputs is None:
         return False
-    try:
-        seen = json.loads((build_dir / BUILD_STAMP).read_text())
-    except (OSError, ValueError):
-        return False
     kernel = built_kernel(build_dir)
-    return kernel is not None and seen == {'inputs': inputs, 'kernel': kernel}
+    return kernel is not None and stamp.read(build_dir / BUILD_STAMP) == {'inputs': inputs,
+                                                                          'kernel': kernel}
 
 
 def forget_build(build_dir: Path) -> None:
     """Before a build: a build that fails or is stopped leaves no stamp behind."""
-    (build_dir / BUILD_STAMP).unlink(missing_ok=True)
+    stamp.forget(build_dir / BUILD_STAMP)
 
 
 def remember_build(build_dir: Path, inputs: Optional[str]) -> None:
     """After kunit.py built @build_dir from @inputs (the kernel started)."""
     kernel = built_kernel(build_dir)
     if inputs is not None and kernel is not None:
-        (build_dir / BUILD_STAMP).write_text(json.dumps({'inputs': inputs, 'kernel': kernel}))
+        stamp.write(build_dir / BUILD_STAMP, {'inputs': inputs, 'kernel': kernel})

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
-import json
 import os
 import re
 import subprocess
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from cpuhpk import stamp
 from cpuhpk.paths import REPO
 
 INPUTS = ('kunit', 'src', 'kconfigs', 'tools', 'mutants', 'Makefile')
@@ -69,18 +69,14 @@ def packages() -> str:
 
 
 def digest(job: Sequence[str], pkgs: str, repo: Optional[Path] = None) -> str:
-    """Of @job's words, the packages @pkgs, CPUHP_KUNIT_* and the files of INPUTS."""
+    """Of @job's words, the packages @pkgs, CPUHP_KUNIT_* and the files of INPUTS
+    (a file git knows but the checkout lacks: its name)."""
     repo = repo or REPO
-    h = hashlib.sha256()
-    h.update(('\0'.join(job) + '\n').encode())
-    h.update(pkgs.encode())
-    env = sorted(f'{k}={v}' for k, v in os.environ.items() if k.startswith('CPUHP_KUNIT_'))
-    h.update(('\n'.join(env) + '\n').encode())
-    for f in repo_files(repo):
-        h.update(str(f.relative_to(repo)).encode() + b'\0')
-        if f.is_file():
-            h.update(hashlib.sha256(f.read_bytes()).digest())
-    return h.hexdigest()
+    env = {k: v for k, v in os.environ.items() if k.startswith('CPUHP_KUNIT_')}
+    files = [[str(f.relative_to(repo)),
+              hashlib.sha256(f.read_bytes()).hexdigest() if f.is_file() else None]
+             for f in repo_files(repo)]
+    return stamp.digest({'job': list(job), 'packages': pkgs, 'env': env, 'files': files})
 
 
 def dry_run(makeflags: str) -> bool:
@@ -91,12 +87,10 @@ def dry_run(makeflags: str) -> bool:
     return any(w in ('-n', '--just-print', '--dry-run', '--recon') for w in words)
 
 
-def up_to_date(stamp: Path, key: str) -> Optional[Dict[str, Any]]:
-    try:
-        data = json.loads(stamp.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) and data.get('digest') == key else None
+def up_to_date(path: Path, key: str) -> Optional[Dict[str, Any]]:
+    """The stamp at @path when it holds the digest @key."""
+    data = stamp.read(path)
+    return data if data is not None and data.get('digest') == key else None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -105,7 +99,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument('job', nargs='+', help='the job: a command and its arguments')
     args = ap.parse_args(argv)
     job: List[str] = args.job
-    stamp = stamp_path(job)
+    path = stamp_path(job)
     # Neither an experiment nor a dry run is a pass to remember.
     dry = dry_run(os.environ.get('MAKEFLAGS', ''))
     experiment = bool(os.environ.get('CPUHP_KUNIT_DIRTY')) or dry
@@ -113,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     key = digest(job, pkgs=pkgs)
     words = ' '.join(job)
     if args.force != '1' and not experiment:
-        done = up_to_date(stamp, key)
+        done = up_to_date(path, key)
         if done is not None:
             print(f'cpuhp-kunit: {words}: up to date: passed {done.get("finished", "?")} in '
                   f'{done.get("seconds", "?")} s, and nothing it reads changed since '
@@ -122,17 +116,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # A real run overwrites the outputs the stamp speaks for; a dry run
     # (make -n test, which tools-test runs) leaves them and the stamp be.
     if not dry:
-        stamp.unlink(missing_ok=True)
+        stamp.forget(path)
     started = time.monotonic()
     rc = subprocess.run(job, check=False).returncode
     # A job may install packages (the first run of a machine): the stamp
     # holds what is installed after it. An input edited while it ran: no stamp.
     if rc == 0 and not experiment and digest(job, pkgs=pkgs) == key:
         key = digest(job, packages())
-        stamp.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         finished = datetime.datetime.now().astimezone().isoformat(timespec='seconds')
-        stamp.write_text(json.dumps({'job': job, 'digest': key, 'finished': finished,
-                                     'seconds': round(time.monotonic() - started)}) + '\n')
+        stamp.write(path, {'job': job, 'digest': key, 'finished': finished,
+                           'seconds': round(time.monotonic() - started)})
     return rc
 
 

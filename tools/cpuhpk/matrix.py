@@ -22,7 +22,6 @@ CI log cut to its tail still says which job was red; exit 1 if any was.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -30,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import jobstamp
+from cpuhpk import jobstamp, stamp
 from cpuhpk.paths import REPO
 
 # The configs of each kernel series (one build each). sanitizers carries
@@ -133,10 +132,10 @@ def words(job: str) -> List[str]:
 
 def last_seconds(job: str) -> Optional[int]:
     """How long @job took when it last passed (its stamp), None if never."""
+    data = stamp.read(jobstamp.stamp_path(words(job)))
     try:
-        data = json.loads(jobstamp.stamp_path(words(job)).read_text())
-        return int(data['seconds'])
-    except (OSError, ValueError, KeyError, TypeError):
+        return int(data['seconds']) if data is not None else None
+    except (ValueError, KeyError, TypeError):
         return None
 
 
