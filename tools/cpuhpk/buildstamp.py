@@ -69,7 +69,7 @@ def build_inputs(t: tree.Tree, frags: Sequence[Path], qemu_config: Path,
                        cc, sorted((k, v) for k, v in os.environ.items()
                                   if k in KBUILD_ENV or k.startswith('KBUILD_'))]
                       + ([list(kconfig_lines)] if kconfig_lines else []))
-    return tree.fingerprint([*frags, qemu_config, *files], rest)
+    return stamp.fingerprint([*frags, qemu_config, *files], rest)
 
 
 def tree_state(t: tree.Tree) -> Optional[Tuple[str, str, List[str], List[Path]]]:
@@ -102,7 +102,7 @@ def source_digest(t: tree.Tree) -> Optional[str]:
     if state is None:
         return None
     head, diff_sha, rels, files = state
-    return tree.fingerprint(files, json.dumps(['sources', head, diff_sha, rels]))
+    return stamp.fingerprint(files, json.dumps(['sources', head, diff_sha, rels]))
 
 
 COVERAGE_STAMP = 'coverage-sources.json'

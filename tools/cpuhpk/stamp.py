@@ -4,11 +4,12 @@ A stamp records a digest of the inputs an output was made from, next to
 the output: the cached tree's series (tree.py), a build directory's kernel
 (buildstamp.py), a job of make matrix (jobstamp.py). Each follows one
 order: forget() the stamp before the work, write it once the work
-succeeded, so a failed or interrupted work leaves none; and whoever reads
-one takes a missing, unreadable or corrupt stamp for "not up to date",
-never for "up to date".
+succeeded, so work that fails or is interrupted leaves none; and whoever
+reads one takes a missing, unreadable or corrupt stamp for "not up to
+date", never for "up to date".
 
-digest() digests the inputs, any JSON value; write() and write_text() replace a stamp whole (a reader sees the old
+fingerprint() digests files by name and content, digest() any JSON value;
+write() and write_text() replace a stamp whole (a reader sees the old
 stamp or the new one, never half of one); read() and read_text() give
 None for a stamp that is not there or not readable.
 """
@@ -19,7 +20,15 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
+
+
+def fingerprint(paths: Sequence[Path], extra: str = '') -> str:
+    """The sha256 of @extra, then of each of @paths' name and content."""
+    h = hashlib.sha256(extra.encode())
+    for p in paths:
+        h.update(p.name.encode() + b'\0' + p.read_bytes() + b'\0')
+    return h.hexdigest()
 
 
 def digest(value: Any) -> str:

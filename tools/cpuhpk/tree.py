@@ -11,7 +11,6 @@ leaves make with nothing to rebuild.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import cache, packages, say  # noqa: E402
+from cpuhpk import cache, packages, say, stamp  # noqa: E402
 from cpuhpk.paths import REPO  # noqa: E402
 
 # Debian packages the build and the QEMU run need, besides linux-source-<KVER>.
@@ -69,15 +68,13 @@ def git(tree: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     return res
 
 
-def stamp(tree: Path, name: str) -> Path:
+def stamp_path(tree: Path, name: str) -> Path:
     return tree / '.git' / name
 
 
 def read_stamp(tree: Path, name: str) -> Optional[str]:
-    try:
-        return stamp(tree, name).read_text()
-    except FileNotFoundError:
-        return None
+    """The stamp @name of @tree; None when missing or unreadable (stamp.read_text())."""
+    return stamp.read_text(stamp_path(tree, name))
 
 
 def extract(kver: str, package: str, dest: Path, tarball: Optional[Path] = None) -> None:
@@ -102,7 +99,7 @@ def extract(kver: str, package: str, dest: Path, tarball: Optional[Path] = None)
     git(tmp, 'add', '-A', '-f')
     git(tmp, 'commit', '-q', '-m', f'baseline: {packages.source_package(kver)} {package}')
     git(tmp, 'tag', 'baseline')
-    stamp(tmp, PACKAGE_STAMP).write_text(package)
+    stamp.write_text(stamp_path(tmp, PACKAGE_STAMP), package)
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
 
@@ -131,13 +128,6 @@ def series_files(src: Path) -> List[Path]:
     return patches
 
 
-def fingerprint(paths: Sequence[Path], extra: str = '') -> str:
-    h = hashlib.sha256(extra.encode())
-    for p in paths:
-        h.update(p.name.encode() + b'\0' + p.read_bytes() + b'\0')
-    return h.hexdigest()
-
-
 def series_stamp(tree: Path) -> Tuple[str, str]:
     """(fingerprint of the applied series, the HEAD it produced)."""
     fp, _, head = (read_stamp(tree, SERIES_STAMP) or '').partition(' ')
@@ -154,11 +144,12 @@ def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> No
     patches = series_files(src)
     if fixes:
         patches += series_files(src / 'fixes')
-    fp = fingerprint([src / 'series', *patches] if patches else [], 'fixes' if fixes else '')
+    fp = stamp.fingerprint([src / 'series', *patches] if patches else [],
+                           'fixes' if fixes else '')
     stamped, head = series_stamp(tree)
     if stamped == fp and head:
         return
-    stamp(tree, SERIES_STAMP).unlink(missing_ok=True)
+    stamp.forget(stamp_path(tree, SERIES_STAMP))
     # Applied before (FIXES=1 and back): go to that commit, which rewrites
     # only the files that differ, so make rebuilds only what they touch.
     known = dict(ln.split(' ', 1) for ln in (read_stamp(tree, HEADS_STAMP) or '').splitlines()
@@ -168,7 +159,7 @@ def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> No
         git(tree, 'am', '--abort', check=False)
         git(tree, 'reset', '-q', '--hard', known[fp])
         say.log(f'switched to the series{" and its fixes" if fixes else ""} applied before')
-        stamp(tree, SERIES_STAMP).write_text(f'{fp} {known[fp]}')
+        stamp.write_text(stamp_path(tree, SERIES_STAMP), f'{fp} {known[fp]}')
         return
     git(tree, 'am', '--abort', check=False)
     git(tree, 'reset', '-q', '--hard', 'baseline')
@@ -183,9 +174,10 @@ def apply_series(tree: Path, version: str, src: Path, fixes: bool = False) -> No
             f'{" and fixes/series" if fixes else ""} '
             f'on linux {version}')
     head = git(tree, 'rev-parse', 'HEAD').stdout.strip()
-    stamp(tree, SERIES_STAMP).write_text(f'{fp} {head}')
+    stamp.write_text(stamp_path(tree, SERIES_STAMP), f'{fp} {head}')
     known[fp] = head
-    stamp(tree, HEADS_STAMP).write_text(''.join(f'{k} {v}\n' for k, v in known.items()))
+    stamp.write_text(stamp_path(tree, HEADS_STAMP),
+                     ''.join(f'{k} {v}\n' for k, v in known.items()))
 
 
 def check_clean(tree: Path) -> None:
@@ -341,7 +333,7 @@ def install_kunit(tree: Path, kunit: Path) -> None:
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
-    stamp(tree, INSTALLED_STAMP).write_text('\n'.join(sorted(entries)))
+    stamp.write_text(stamp_path(tree, INSTALLED_STAMP), '\n'.join(sorted(entries)))
 
 
 def fixes_clone(base: Path, package: str) -> Path:
@@ -368,7 +360,7 @@ def fixes_clone(base: Path, package: str) -> Path:
     git(tmp, 'fetch', '-q', str(base), 'refs/tags/baseline:refs/tags/baseline')
     git(tmp, 'checkout', '-q', '-B', 'master', 'baseline')
     tmp.rename(path)
-    stamp(path, PACKAGE_STAMP).write_text(package)
+    stamp.write_text(stamp_path(path, PACKAGE_STAMP), package)
     return path
 
 

@@ -32,7 +32,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from cpuhpk import cache, packages, say, seriesplan, tree
+from cpuhpk import cache, packages, say, seriesplan, stamp, tree
 
 # The user's tree is read with these: no index refresh, no lock files, and a
 # tree owned by someone else is read all the same.
@@ -297,7 +297,7 @@ def apply_patch(clone: Path, patch: Path, r: Resolved, origin: str) -> None:
 
 def fingerprint(r: Resolved, patches: Sequence[Path], fixes: bool) -> str:
     h = hashlib.sha256(f'{r.sha}\0{fixes}\0'.encode() + r.local_diff)
-    h.update(tree.fingerprint(patches).encode())
+    h.update(stamp.fingerprint(patches).encode())
     return h.hexdigest()
 
 
@@ -313,7 +313,7 @@ def checkout(clone: Path, r: Resolved, repo: Path) -> None:
         for rel in tracked:
             (clone / rel).unlink(missing_ok=True)
         if tracked:
-            tree.stamp(clone, tree.INSTALLED_STAMP).unlink(missing_ok=True)
+            stamp.forget(tree.stamp_path(clone, tree.INSTALLED_STAMP))
     res = tree.git(clone, 'checkout', '-q', '-f', '--detach', r.sha, check=False)
     if res.returncode != 0:
         raise say.PrepareError(f'checking out {r.short} of {r.spec.path} in {clone} failed: '
@@ -345,7 +345,7 @@ def prepare(r: Resolved, repo: Path, fixes: bool = False) -> tree.Tree:
     current = tree.git(clone, 'rev-parse', '--verify', '--quiet', 'HEAD', check=False)
     suites = has_suites(clone, r.sha, repo)
     if stamped != fp or not head or current.stdout.strip() != head:
-        tree.stamp(clone, tree.SERIES_STAMP).unlink(missing_ok=True)
+        stamp.forget(tree.stamp_path(clone, tree.SERIES_STAMP))
         checkout(clone, r, repo)
         if suites:
             harness = set(harness_patches(repo, r.kver))
@@ -361,8 +361,8 @@ def prepare(r: Resolved, repo: Path, fixes: bool = False) -> tree.Tree:
             say.log(f'applied {len(patches)} patch(es) from {origin} on {r.spec.path} at '
                     f'{r.short} (linux {r.version})')
         new_head = tree.git(clone, 'rev-parse', 'HEAD').stdout.strip()
-        tree.stamp(clone, tree.SERIES_STAMP).write_text(f'{fp} {new_head}')
-        tree.stamp(clone, USER_STAMP).write_text(f'{r.spec.path}\n{r.sha}\n')
+        stamp.write_text(tree.stamp_path(clone, tree.SERIES_STAMP), f'{fp} {new_head}')
+        stamp.write_text(tree.stamp_path(clone, USER_STAMP), f'{r.spec.path}\n{r.sha}\n')
     tree.check_clean(clone)
     if not suites:
         tree.install_kunit(clone, repo / 'kunit')

@@ -35,6 +35,23 @@ class DigestTest(unittest.TestCase):
                          'b5ae5c880a6fcd5909628dbf70774b76da84c70462f000f9840bded47d08dc80')
 
 
+class FingerprintTest(unittest.TestCase):
+    def test_the_fingerprint_is_fixed(self) -> None:
+        # The cached trees hold fingerprints of their series, the build
+        # directories of their sources: the same files must give the same.
+        with tempfile.TemporaryDirectory() as d:
+            a, b = Path(d) / 'a.patch', Path(d) / 'b.patch'
+            a.write_text('A\n')
+            b.write_text('B\n')
+            self.assertEqual(stamp.fingerprint([a, b], 'fixes'), hashlib.sha256(
+                b'fixes' b'a.patch\0A\n\0' b'b.patch\0B\n\0').hexdigest())
+            self.assertEqual(stamp.fingerprint([]), hashlib.sha256(b'').hexdigest())
+            self.assertNotEqual(stamp.fingerprint([a, b]), stamp.fingerprint([b, a]))
+            b.write_text('B2\n')
+            self.assertNotEqual(stamp.fingerprint([a, b], 'fixes'), hashlib.sha256(
+                b'fixes' b'a.patch\0A\n\0' b'b.patch\0B\n\0').hexdigest())
+
+
 class StampFileTest(unittest.TestCase):
     def setUp(self) -> None:
         tmp = tempfile.TemporaryDirectory()

@@ -107,12 +107,30 @@ class SeriesTest(unittest.TestCase):
         # does not count as applied.
         tree.apply_series(self.tree, '9.9', self.repo / 'src')
         fp, head = tree.series_stamp(self.tree)
-        tree.stamp(self.tree, tree.SERIES_STAMP).write_text(fp)
+        tree.stamp_path(self.tree, tree.SERIES_STAMP).write_text(fp)
         tree.git(self.tree, 'reset', '-q', '--hard', 'baseline')
         with mock.patch('sys.stdout'):
             tree.apply_series(self.tree, '9.9', self.repo / 'src')
         self.assertEqual((self.tree / 'a.c').read_text(), 'int a;\nint b;\n')
         tree.check_clean(self.tree)
+
+    def test_the_stamps_are_plain_text_and_a_corrupt_one_is_not_applied(self) -> None:
+        # A cache stamped before keeps working: '<fingerprint> <HEAD>'.
+        tree.apply_series(self.tree, '9.9', self.repo / 'src')
+        head = tree.git(self.tree, 'rev-parse', 'HEAD').stdout.strip()
+        series = tree.stamp_path(self.tree, tree.SERIES_STAMP)
+        fp = series.read_text().split(' ')[0]
+        self.assertEqual(series.read_text(), f'{fp} {head}')
+        self.assertEqual(tree.stamp_path(self.tree, tree.HEADS_STAMP).read_text(),
+                         f'{fp} {head}\n')
+        self.assertEqual([n for n in os.listdir(self.tree / '.git') if n.endswith('.tmp')], [])
+        series.write_bytes(b'\xff' + fp.encode() + b' ' + head.encode())
+        self.assertEqual(tree.series_stamp(self.tree), ('', ''))
+        tree.git(self.tree, 'reset', '-q', '--hard', 'baseline')
+        with mock.patch('sys.stdout'):
+            tree.apply_series(self.tree, '9.9', self.repo / 'src')
+        self.assertEqual((self.tree / 'a.c').read_text(), 'int a;\nint b;\n')
+        self.assertEqual(tree.series_stamp(self.tree), (fp, head))
 
     def test_fixes_only_when_asked(self) -> None:
         # A fix on top of the series, made the same way.
