@@ -1297,25 +1297,27 @@ static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
 struct cpuhp_rollback_held {
 	unsigned int cpu;
 	long state;
-	struct completion entered;	/* the startup runs on @cpu: add_cpu() is in flight */
+	struct completion entered;	/* the startup runs on @cpu, or add_cpu() ended */
 	struct completion release;	/* lets the startup return */
 	struct completion up_done;	/* add_cpu() returned @up_ret */
 	struct completion disable_done;	/* cpu_hotplug_disable() returned */
 	bool up_started;
+	bool held;			/* the startup ran on @cpu */
 	bool disabled;			/* cpu_hotplug_disable() has returned */
 	int up_ret;
 	struct task_struct *disabler;
 };
 
 /* The case's operation, for the startup, which has no other context. */
-static struct cpuhp_rollback_held *cpuhp_rollback_held;
+static struct cpuhp_rollback_held *cpuhp_rollback_held_op;
 
 static int cpuhp_rollback_held_startup(unsigned int cpu)
 {
-	struct cpuhp_rollback_held *h = READ_ONCE(cpuhp_rollback_held);
+	struct cpuhp_rollback_held *h = READ_ONCE(cpuhp_rollback_held_op);
 
 	if (h && cpu == h->cpu) {
-		complete(&h->entered);
+		WRITE_ONCE(h->held, true);
+		complete_all(&h->entered);
 		wait_for_completion(&h->release);
 	}
 	return 0;
@@ -1326,7 +1328,8 @@ static int cpuhp_rollback_held_up(void *data)
 	struct cpuhp_rollback_held *h = data;
 
 	h->up_ret = add_cpu(h->cpu);
-	complete(&h->up_done);
+	complete_all(&h->entered);
+	complete_all(&h->up_done);
 	return 0;
 }
 
@@ -1336,7 +1339,7 @@ static int cpuhp_rollback_held_disable(void *data)
 
 	cpu_hotplug_disable();
 	WRITE_ONCE(h->disabled, true);
-	complete(&h->disable_done);
+	complete_all(&h->disable_done);
 	return 0;
 }
 
@@ -1353,7 +1356,7 @@ static void cpuhp_rollback_held_end(void *data)
 		put_task_struct(h->disabler);
 		cpu_hotplug_enable();
 	}
-	WRITE_ONCE(cpuhp_rollback_held, NULL);
+	WRITE_ONCE(cpuhp_rollback_held_op, NULL);
 	cpuhp_remove_state_nocalls(h->state);
 }
 
@@ -1362,13 +1365,15 @@ static void cpuhp_rollback_held_end(void *data)
  * lock cpu_up() and cpu_down() hold): while add_cpu(N) is held in a
  * startup, a thread calling it sleeps on that lock and returns only once
  * add_cpu() did; N is online and hotplug disabled then. Whether the
- * thread sleeps is read from its state, not from time.
+ * thread sleeps is read from its state, not from time: the lock is the
+ * only place cpu_hotplug_disable() sleeps in.
  */
 static void cpuhp_rollback_disable_waits(struct kunit *test)
 {
 	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
 	struct cpuhp_rollback_held *h = kunit_kzalloc(test, sizeof(*h), GFP_KERNEL);
-	struct task_struct *t;
+	struct task_struct *up, *t;
+	unsigned long deadline;
 
 	KUNIT_ASSERT_NOT_NULL(test, h);
 	h->cpu = rb->cpu;
@@ -1377,16 +1382,18 @@ static void cpuhp_rollback_disable_waits(struct kunit *test)
 	init_completion(&h->up_done);
 	init_completion(&h->disable_done);
 	cpuhp_rollback_offline(test, rb);
-	WRITE_ONCE(cpuhp_rollback_held, h);
 	h->state = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "test/cpuhp_rollback:held",
 					     cpuhp_rollback_held_startup, NULL);
 	KUNIT_ASSERT_GT(test, h->state, 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_held_end, h), 0);
+	WRITE_ONCE(cpuhp_rollback_held_op, h);
 
-	t = kthread_run(cpuhp_rollback_held_up, h, "cpuhp_rollback/up");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	up = kthread_run(cpuhp_rollback_held_up, h, "cpuhp_rollback/up");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(up));
 	h->up_started = true;
 	wait_for_completion(&h->entered);
+	KUNIT_ASSERT_TRUE_MSG(test, READ_ONCE(h->held), "add_cpu(%u) gave %d before the startup",
+			      h->cpu, h->up_ret);
 
 	t = kthread_create(cpuhp_rollback_held_disable, h, "cpuhp_rollback/disable");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
@@ -1394,8 +1401,12 @@ static void cpuhp_rollback_disable_waits(struct kunit *test)
 	h->disabler = t;
 	wake_up_process(t);
 	/* It returns, or it sleeps on the lock add_cpu() holds. */
-	while (!READ_ONCE(h->disabled) && !wait_task_inactive(t, TASK_UNINTERRUPTIBLE))
+	deadline = jiffies + 30 * HZ;
+	while (!READ_ONCE(h->disabled) && !wait_task_inactive(t, TASK_UNINTERRUPTIBLE)) {
+		KUNIT_ASSERT_TRUE_MSG(test, time_before(jiffies, deadline),
+				      "cpu_hotplug_disable() neither returned nor slept in 30 s");
 		cond_resched();
+	}
 	KUNIT_EXPECT_FALSE_MSG(test, READ_ONCE(h->disabled),
 			       "cpu_hotplug_disable() returned while add_cpu(%u) ran", h->cpu);
 
@@ -1450,6 +1461,10 @@ static void cpuhp_rollback_freeze_takes_none(struct kunit *test)
 	int ret;
 
 	for_each_cpu(cpu, rb->rec->online) {
+		if (cpu != keep && !cpu_is_hotpluggable(cpu))
+			kunit_skip(test, "CPU %u cannot go offline", cpu);
+	}
+	for_each_cpu(cpu, rb->rec->online) {
 		if (cpu != keep)
 			KUNIT_ASSERT_EQ_MSG(test, remove_cpu(cpu), 0, "CPU %u", cpu);
 	}
@@ -1471,6 +1486,7 @@ struct cpuhp_rollback_pm_events {
 	const char *desc;
 	unsigned long prepare;
 	unsigned long post;
+	unsigned int sleep_flags;	/* lock_system_sleep()'s, while the events run */
 };
 
 static const struct cpuhp_rollback_pm_events cpuhp_rollback_sleeps[] = {
@@ -1481,34 +1497,50 @@ static const struct cpuhp_rollback_pm_events cpuhp_rollback_sleeps[] = {
 KUNIT_ARRAY_PARAM_DESC(cpuhp_rollback_sleep, cpuhp_rollback_sleeps, desc);
 
 #ifdef CONFIG_PM_SLEEP_SMP
+/* The sleep's post event, then the sleep lock taken with its prepare event. */
 static void cpuhp_rollback_pm_post(void *events)
 {
-	pm_notifier_call_chain(((const struct cpuhp_rollback_pm_events *)events)->post);
+	const struct cpuhp_rollback_pm_events *ev = events;
+
+	pm_notifier_call_chain(ev->post);
+	unlock_system_sleep(ev->sleep_flags);
+}
+
+/* As a sleep begins: the sleep lock, then the prepare event. */
+static void cpuhp_rollback_pm_prepare(struct kunit *test, struct cpuhp_rollback_pm_events *ev)
+{
+	int ret;
+
+	ev->sleep_flags = lock_system_sleep();
+	ret = pm_notifier_call_chain_robust(ev->prepare, ev->post);
+	if (ret)
+		unlock_system_sleep(ev->sleep_flags);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_pm_post, ev), 0);
 }
 
 /*
  * From the PM notifiers' prepare event of a suspend or a hibernation to
  * their post event CPU hotplug is disabled (cpu_hotplug_pm_callback()): N
  * neither goes down nor, once offline, comes up (-EBUSY, no callback run);
- * after the post event it does both. The sleep itself is left out.
+ * after the post event it does both. The events run under the sleep lock
+ * as a sleep's do; the sleep itself is left out.
  */
 static void cpuhp_rollback_pm_notifier_disables(struct kunit *test)
 {
-	const struct cpuhp_rollback_pm_events *ev = test->param_value;
 	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	struct cpuhp_rollback_pm_events *ev = kunit_kmalloc(test, sizeof(*ev), GFP_KERNEL);
 
-	KUNIT_ASSERT_EQ(test, pm_notifier_call_chain_robust(ev->prepare, ev->post), 0);
-	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_pm_post,
-							(void *)ev), 0);
+	KUNIT_ASSERT_NOT_NULL(test, ev);
+	*ev = *(const struct cpuhp_rollback_pm_events *)test->param_value;
+	cpuhp_rollback_pm_prepare(test, ev);
 	cpuhp_rollback_expect_refused(test, rb);
-	kunit_release_action(test, cpuhp_rollback_pm_post, (void *)ev);
+	kunit_release_action(test, cpuhp_rollback_pm_post, ev);
 	cpuhp_rollback_offline(test, rb);
 
-	KUNIT_ASSERT_EQ(test, pm_notifier_call_chain_robust(ev->prepare, ev->post), 0);
-	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_pm_post,
-							(void *)ev), 0);
+	cpuhp_rollback_pm_prepare(test, ev);
 	cpuhp_rollback_expect_refused(test, rb);
-	kunit_release_action(test, cpuhp_rollback_pm_post, (void *)ev);
+	kunit_release_action(test, cpuhp_rollback_pm_post, ev);
 
 	cpuhp_rec_clear(rb->rec);
 	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
@@ -1519,7 +1551,7 @@ static void cpuhp_rollback_pm_notifier_disables(struct kunit *test)
 #else
 static void cpuhp_rollback_pm_notifier_disables(struct kunit *test)
 {
-	kunit_skip(test, CPUHP_ROLLBACK_NO_FREEZE);
+	kunit_skip(test, "needs CONFIG_PM_SLEEP_SMP for the PM notifier of CPU hotplug");
 }
 #endif
 #endif

@@ -295,12 +295,13 @@ has_smt() {
 		echo 1 || echo 0
 }
 
-# The CPUs that are not the first thread of their core (all CPUs online).
+# The CPUs that are not the first thread of their core (all CPUs online),
+# in the order smt/control walks them.
 secondary_threads() {
 	for d in "$SYS"/cpu[0-9]*; do
 		l=$(cat "$d/topology/thread_siblings_list" 2>/dev/null) || continue
 		[ "${d##*/cpu}" != "${l%%[-,]*}" ] && echo "${d##*/cpu}"
-	done
+	done | sort -n
 }
 
 # "off" takes exactly the secondary threads offline (online file, online
@@ -440,6 +441,16 @@ for w in $(cat /proc/cmdline); do
 	case $w in nosmt | nosmt=force) NOSMT=$w ;; esac
 done
 BOOT_SMT=$(cat "$SMT/control" 2>/dev/null)
+# Each CPU's target as the boot left it ("1:0 3:0 "), read before any case
+# walks a CPU: a sleep's way out with SMT off walks every thread again.
+BOOT_TARGETS=$(for d in "$SYS"/cpu[0-9]*; do
+	[ -r "$d/hotplug/target" ] && printf '%s:%s ' "${d##*/cpu}" "$(cat "$d/hotplug/target")"
+done)
+
+# The target CPU $1 had when the boot ended.
+boot_target() {
+	for p in $BOOT_TARGETS; do [ "${p%%:*}" = "$1" ] && echo "${p#*:}"; done
+}
 
 # The CPUs with a cpuN directory that are not in the online mask, on one
 # line ("1 3 "), so that two such lists compare as strings.
@@ -449,10 +460,11 @@ offline_cpus() {
 	done
 }
 
-# The CPUs the boot started, on one line: x86 lists them after "Booting
-# SMP configuration" (".... node  #0, CPUs:      #1 #2 #3").
+# The CPUs the boot started, on one line: x86 lists them between "Booting
+# SMP configuration" and "smp: Brought up" (".... node  #0, CPUs:  #1 #2
+# #3", a line another message interrupts going on as " #2 #3").
 boot_started_cpus() {
-	dmesg | awk 'f && /\.\.\.\. node/ { print; next } f { exit } /Booting SMP configuration/ { f = 1 }' |
+	dmesg | awk '/smp: Brought up/ { exit } f { print } /Booting SMP configuration/ { f = 1 }' |
 		tr ' ' '\n' | sed -n 's/^#\([0-9][0-9]*\)$/\1/p' | tr '\n' ' '
 }
 
@@ -460,8 +472,8 @@ boot_started_cpus() {
 # smt/active 0, no two online CPUs are threads of one core, and the CPUs
 # kept offline were started once all the same (x86: each thread must set
 # CR4.MCE; the boot's list of the CPUs it started), rest at the offline
-# state, their target too, and cannot be brought up one by one
-# (cpu_bootable(): EPERM).
+# state with their target there since the boot (writing it again changes
+# nothing), and cannot be brought up one by one (cpu_bootable(): EPERM).
 nosmt_boot_threads_offline() {
 	want=off
 	[ "$NOSMT" = nosmt=force ] && want=forceoff
@@ -482,7 +494,8 @@ nosmt_boot_threads_offline() {
 			;;
 		esac
 		expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" &&
-		expect "cpu$k target" "$(cat "$SYS/cpu$k/hotplug/target")" "$(state_nr offline)" &&
+		expect "cpu$k target after the boot" "$(boot_target "$k")" "$(state_nr offline)" &&
+		write "$SYS/cpu$k/hotplug/target" "$(state_nr offline)" &&
 		write "$SYS/cpu$k/online" 1 "Operation not permitted" &&
 		expect "cpu$k in the online mask after a write of 1" "$(in_online_mask "$k")" 0 ||
 			return 1
