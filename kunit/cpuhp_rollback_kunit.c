@@ -1237,6 +1237,16 @@ static void cpuhp_rollback_disabled(struct kunit *test)
 }
 
 #ifdef CPUHP_KUNIT_HARNESS
+/* N, offline, comes up: each of the case's startups once, N online. */
+static void cpuhp_rollback_expect_up(struct kunit *test, struct cpuhp_rollback *rb)
+{
+	cpuhp_rec_clear(rb->rec);
+	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
+	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
+	cpuhp_rollback_check(test, rb);
+	cpuhp_rollback_expect_online(test, rb);
+}
+
 /* The skip of the SMT control's cases where it has nothing to switch. */
 #define CPUHP_ROLLBACK_NO_SMT "needs SMT siblings and SMT control on (make run TOPOLOGY=smt)"
 
@@ -1474,11 +1484,7 @@ static void cpuhp_rollback_freeze_takes_none(struct kunit *test)
 	cpuhp_rollback_expect_refused(test, rb);
 	kunit_release_action(test, cpuhp_rollback_thaw, NULL);
 
-	cpuhp_rec_clear(rb->rec);
-	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
-	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
-	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_online(test, rb);
+	cpuhp_rollback_expect_up(test, rb);
 }
 
 /* The PM notifier events a sleep begins and ends with. */
@@ -1542,11 +1548,7 @@ static void cpuhp_rollback_pm_notifier_disables(struct kunit *test)
 	cpuhp_rollback_expect_refused(test, rb);
 	kunit_release_action(test, cpuhp_rollback_pm_post, ev);
 
-	cpuhp_rec_clear(rb->rec);
-	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
-	cpuhp_rollback_want_range(rb, L, H, CPUHP_REC_STARTUP);
-	cpuhp_rollback_check(test, rb);
-	cpuhp_rollback_expect_online(test, rb);
+	cpuhp_rollback_expect_up(test, rb);
 }
 #else
 static void cpuhp_rollback_pm_notifier_disables(struct kunit *test)
