@@ -74,20 +74,20 @@
 #endif
 
 #include <kunit/test.h>
-#include <linux/completion.h>
 #include <linux/cpu.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
-#include <linux/device.h>
-#include <linux/kthread.h>
 #include <linux/sched/isolation.h>
-#include <linux/sched/task.h>
 #include <linux/spinlock.h>
 #include <linux/suspend.h>
-#include <linux/topology.h>
 #include <trace/events/cpuhp.h>
 
 #ifdef CPUHP_KUNIT_HARNESS
+#include <linux/completion.h>
+#include <linux/device.h>
+#include <linux/kthread.h>
+#include <linux/sched/task.h>
+#include <linux/topology.h>
 #include "../power/power.h"
 #endif
 
@@ -1235,8 +1235,8 @@ static void cpuhp_rollback_disabled(struct kunit *test)
 	cpuhp_rollback_check(test, rb);
 	cpuhp_rollback_expect_online(test, rb);
 }
-
 #ifdef CPUHP_KUNIT_HARNESS
+
 /* N, offline, comes up: each of the case's startups once, N online. */
 static void cpuhp_rollback_expect_up(struct kunit *test, struct cpuhp_rollback *rb)
 {
@@ -1301,8 +1301,8 @@ static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
 }
 #endif
 #endif
-
 #ifdef CPUHP_KUNIT_HARNESS
+
 /* An add_cpu() held in a startup while another thread disables hotplug. */
 struct cpuhp_rollback_held {
 	unsigned int cpu;
@@ -1428,9 +1428,9 @@ static void cpuhp_rollback_disable_waits(struct kunit *test)
 	kunit_release_action(test, cpuhp_rollback_held_end, h);
 }
 #endif
-
 #ifdef CPUHP_KUNIT_PART_freeze
 #ifdef CPUHP_KUNIT_HARNESS
+
 /*
  * A wakeup event pending before freeze_secondary_cpus() begins aborts it
  * before the first CPU (pm_wakeup_pending() is checked before each CPU
