@@ -1235,8 +1235,8 @@ static void cpuhp_rollback_disabled(struct kunit *test)
 	cpuhp_rollback_check(test, rb);
 	cpuhp_rollback_expect_online(test, rb);
 }
-#ifdef CPUHP_KUNIT_HARNESS
 
+#ifdef CPUHP_KUNIT_HARNESS
 /* N, offline, comes up: each of the case's startups once, N online. */
 static void cpuhp_rollback_expect_up(struct kunit *test, struct cpuhp_rollback *rb)
 {
@@ -1300,8 +1300,6 @@ static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
 	kunit_skip(test, CPUHP_ROLLBACK_NO_SMT);
 }
 #endif
-#endif
-#ifdef CPUHP_KUNIT_HARNESS
 
 /* An add_cpu() held in a startup while another thread disables hotplug. */
 struct cpuhp_rollback_held {
@@ -1427,10 +1425,8 @@ static void cpuhp_rollback_disable_waits(struct kunit *test)
 	cpuhp_rollback_expect_refused(test, rb);
 	kunit_release_action(test, cpuhp_rollback_held_end, h);
 }
-#endif
-#ifdef CPUHP_KUNIT_PART_freeze
-#ifdef CPUHP_KUNIT_HARNESS
 
+#ifdef CPUHP_KUNIT_PART_freeze
 /*
  * A wakeup event pending before freeze_secondary_cpus() begins aborts it
  * before the first CPU (pm_wakeup_pending() is checked before each CPU
@@ -1558,7 +1554,6 @@ static void cpuhp_rollback_pm_notifier_disables(struct kunit *test)
 #endif
 #endif
 #endif
-
 /*
  * Many down/up cycles of N: every callback ran once per cycle and direction,
  * N is online at the end; a lost wakeup would hang until the run's timeout,
