@@ -35,6 +35,7 @@ class Arch:
     console: str
     serial_kconfig: str     # the console's driver (kunit.py's qemu_configs/)
     qemu_params: Tuple[str, ...]
+    kernel_args: Tuple[str, ...]    # every boot's own on this architecture
     topologies: Tuple[str, ...]     # make TOPOLOGY= values the guest can take
 
     @property
@@ -49,6 +50,13 @@ ARCHES: Dict[str, Arch] = {
         qemu_arch='x86_64', kernel_path='arch/x86/boot/bzImage', console='ttyS0',
         serial_kconfig='CONFIG_SERIAL_8250=y\nCONFIG_SERIAL_8250_CONSOLE=y',
         qemu_params=('-bios', 'qboot.rom'),
+        # tsc=reliable: no clocksource watchdog on the TSC. Under TCG the
+        # TSC and the HPET are both the host's clock read at emulation's
+        # pace, and a busy host made the watchdog see skew and switch the
+        # clock to hpet in the middle of a run (6.12.118's smt guest,
+        # 2026-12-07): the crosststamp clock cases, which need a clock with
+        # a clocksource ID, then skipped.
+        kernel_args=('tsc=reliable',),
         topologies=('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force')),
     # cortex-a57 as 6.1's kunit.py (6.12's -cpu max emulates pointer
     # authentication and more, slower under TCG); virt with GICv3 (GICv2
@@ -61,6 +69,7 @@ ARCHES: Dict[str, Arch] = {
         qemu_arch='aarch64', kernel_path='arch/arm64/boot/Image.gz', console='ttyAMA0',
         serial_kconfig='CONFIG_SERIAL_AMBA_PL011=y\nCONFIG_SERIAL_AMBA_PL011_CONSOLE=y',
         qemu_params=('-machine', 'virt,gic-version=3', '-cpu', 'cortex-a57'),
+        kernel_args=(),
         topologies=('flat',)),
 }
 HOST = 'x86_64'

@@ -230,7 +230,7 @@ def kunit_command(t: tree.Tree, spec: RunSpec, build_dir: Path,
     cmd.append(f'--qemu_config={qemu_config}')
     if a.cross_compile:
         cmd.append(f'--cross_compile={a.cross_compile}')
-    cmd += [f'--kernel_args={k}' for k in KERNEL_ARGS]
+    cmd += [f'--kernel_args={k}' for k in KERNEL_ARGS + a.kernel_args]
     cmd += [f'--kernel_args={k}' for k in TOPOLOGY_KERNEL_ARGS.get(spec.topology, ())]
     if control is not None:
         cmd.append(f'--kernel_args={hostctl.KERNEL_ARG}')

@@ -71,9 +71,12 @@ class CommandLineTest(unittest.TestCase):
                      '--filter_action'):
             self.assertEqual(flags(cmd, flag), [], flag)
         self.assertEqual(flags(cmd, '--make_options'), list(knobs.MAKE_OPTIONS))
-        self.assertEqual(flags(cmd, '--kernel_args'), list(kunitcmd.KERNEL_ARGS))
+        self.assertEqual(flags(cmd, '--kernel_args'), [*kunitcmd.KERNEL_ARGS, 'tsc=reliable'])
         self.assertEqual(flags(cmd, '--qemu_args'), ['-smp 4'])
         self.assertEqual(flags(cmd, '--json'), ['/out/results.json'])
+
+    def test_tsc_reliable_on_x86_alone(self) -> None:
+        self.assertNotIn('tsc=reliable', flags(command('--arch', 'arm64'), '--kernel_args'))
 
     def test_kconfig_add_one_flag_per_word(self) -> None:
         cmd = command('--kconfig-add', 'CONFIG_X=y  CONFIG_Y=n CONFIG_S="a"')
@@ -82,7 +85,7 @@ class CommandLineTest(unittest.TestCase):
     def test_kernel_args_after_the_runs_own(self) -> None:
         cmd = command('--kernel-args', 'foo=1  bar', '--seed', '7', '--strict', '1')
         self.assertEqual(flags(cmd, '--kernel_args'),
-                         [*kunitcmd.KERNEL_ARGS, *kunitcmd.STRICT_KERNEL_ARGS,
+                         [*kunitcmd.KERNEL_ARGS, 'tsc=reliable', *kunitcmd.STRICT_KERNEL_ARGS,
                           'cpuhp_kunit.stress_seed=7', 'foo=1', 'bar'])
 
     def test_qemu_args_appended_whole(self) -> None:
