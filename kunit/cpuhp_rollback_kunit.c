@@ -89,6 +89,10 @@
 #include <linux/sched/task.h>
 #include <linux/topology.h>
 #include "../power/power.h"
+#ifdef CONFIG_X86
+#include <asm/memtype.h>
+#include <asm/msr.h>
+#endif
 #endif
 
 #include "cpuhp_kunit_compat.h"
@@ -1426,6 +1430,28 @@ static void cpuhp_rollback_disable_waits(struct kunit *test)
 	kunit_release_action(test, cpuhp_rollback_held_end, h);
 }
 
+/*
+ * An enable with no disable to end warns ("Unbalanced cpu hotplug
+ * enable") and changes nothing: hotplug stays enabled, one disable still
+ * refuses N and its enable lets N go down and come up. The warning is
+ * WARN_ONCE, the first unbalanced enable of a boot: the case comes after
+ * every case whose freeze or thaw could make one.
+ */
+static void cpuhp_rollback_unbalanced_enable(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+
+	cpuhp_rec_expect_report_begin("cpu_hotplug_enable");
+	cpu_hotplug_enable();
+	cpuhp_rec_expect_report_end();
+
+	cpuhp_rollback_disable(test);
+	cpuhp_rollback_expect_refused(test, rb);
+	kunit_release_action(test, cpuhp_rollback_enable, NULL);
+	cpuhp_rollback_offline(test, rb);
+	cpuhp_rollback_expect_up(test, rb);
+}
+
 #ifdef CPUHP_KUNIT_PART_freeze
 /*
  * A wakeup event pending before freeze_secondary_cpus() begins aborts it
@@ -1482,6 +1508,80 @@ static void cpuhp_rollback_freeze_takes_none(struct kunit *test)
 
 	cpuhp_rollback_expect_up(test, rb);
 }
+
+#ifdef CONFIG_X86
+/* The page attribute table after a reset (Intel SDM vol. 3, 13.12.4): WB WT UC- UC, twice. */
+#define CPUHP_ROLLBACK_PAT_RESET 0x0007040600070406ULL
+
+struct cpuhp_rollback_pat {
+	unsigned int cpu;
+	u64 pat;
+};
+
+static u64 cpuhp_rollback_read_pat(struct kunit *test, unsigned int cpu)
+{
+	u64 pat = 0;
+
+	KUNIT_ASSERT_EQ_MSG(test, rdmsrl_on_cpu(cpu, MSR_IA32_CR_PAT, &pat), 0, "CPU %u", cpu);
+	return pat;
+}
+
+static void cpuhp_rollback_reset_pat(struct kunit *test, unsigned int cpu)
+{
+	KUNIT_ASSERT_EQ_MSG(test, wrmsrl_on_cpu(cpu, MSR_IA32_CR_PAT, CPUHP_ROLLBACK_PAT_RESET),
+			    0, "CPU %u", cpu);
+}
+
+/* Give the CPU the kernel's table back, when the case ended with it online. */
+static void cpuhp_rollback_restore_pat(void *data)
+{
+	struct cpuhp_rollback_pat *p = data;
+
+	if (cpu_online(p->cpu))
+		wrmsrl_on_cpu(p->cpu, MSR_IA32_CR_PAT, p->pat);
+}
+
+/*
+ * x86 writes the page attribute table of a CPU coming up from its
+ * STARTING callback, except in a thaw, whose end writes every online
+ * CPU's at once (arch_thaw_secondary_cpus_end()). INIT keeps the table,
+ * so N is given the one a reset leaves, as a CPU that lost power has it:
+ * after a freeze and thaw N holds the kernel's table again, and after a
+ * down and up that follows, too. N runs with the reset table only until
+ * it goes down; under it write-combining mappings are write-through.
+ */
+static void cpuhp_rollback_thaw_sets_pat(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int keep = cpuhp_rec_pick_cpu(rb->rec, CPUHP_REC_FIRST);
+	struct cpuhp_rollback_pat *saved = kunit_kzalloc(test, sizeof(*saved), GFP_KERNEL);
+	int ret;
+
+	KUNIT_ASSERT_NOT_NULL(test, saved);
+	if (!pat_enabled())
+		kunit_skip(test, "needs the page attribute table set up by the kernel (x86/PAT)");
+	saved->cpu = rb->cpu;
+	saved->pat = cpuhp_rollback_read_pat(test, keep);
+	KUNIT_ASSERT_NE_MSG(test, saved->pat, CPUHP_ROLLBACK_PAT_RESET,
+			    "CPU %u holds the table of a reset: nothing to tell apart", keep);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_restore_pat, saved),
+			0);
+
+	cpuhp_rollback_reset_pat(test, rb->cpu);
+	ret = cpuhp_rollback_freeze(test, keep);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, cpuhp_rollback_thaw, NULL), 0);
+	KUNIT_ASSERT_EQ(test, ret, 0);
+	kunit_release_action(test, cpuhp_rollback_thaw, NULL);
+	KUNIT_EXPECT_EQ_MSG(test, cpuhp_rollback_read_pat(test, rb->cpu), saved->pat,
+			    "CPU %u after the thaw", rb->cpu);
+
+	cpuhp_rollback_reset_pat(test, rb->cpu);
+	cpuhp_rollback_offline(test, rb);
+	KUNIT_ASSERT_EQ(test, add_cpu(rb->cpu), 0);
+	KUNIT_EXPECT_EQ_MSG(test, cpuhp_rollback_read_pat(test, rb->cpu), saved->pat,
+			    "CPU %u brought up after the thaw", rb->cpu);
+}
+#endif
 
 /* The PM notifier events a sleep begins and ends with. */
 struct cpuhp_rollback_pm_events {
@@ -1647,8 +1747,14 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 #ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE(cpuhp_rollback_freeze_wakeup_pending),
 	KUNIT_CASE(cpuhp_rollback_freeze_takes_none),
+#ifdef CONFIG_X86
+	KUNIT_CASE(cpuhp_rollback_thaw_sets_pat),
+#endif
 	KUNIT_CASE_PARAM(cpuhp_rollback_pm_notifier_disables, cpuhp_rollback_sleep_gen_params),
 #endif
+#endif
+#ifdef CPUHP_KUNIT_HARNESS
+	KUNIT_CASE(cpuhp_rollback_unbalanced_enable),
 #endif
 	KUNIT_CASE_SLOW(cpuhp_rollback_cycles),
 	{}
