@@ -37,6 +37,7 @@ FORCE         ?= 0
 OTHER_ARCHS   ?= arm64
 SERIES_KVERS  ?= 6.12
 SHARD         ?=
+GUESTS        ?=
 DIRS          ?=
 AUTHOR        ?=
 FINDINGS      ?= 14 10 04
@@ -115,7 +116,7 @@ coverage:
 mutate:
 	$(CPUHPK) mutate --kver '$(KVER)' --arch '$(ARCH)' --smp '$(SMP)' --filter '$(FILTER)' \
 		--config '$(CONFIG)' --seed '$(SEED)' --stress-ops '$(STRESS_OPS)' --mutants '$(MUTANTS)' \
-		--shard '$(SHARD)' --strict '$(STRICT)' $(TREE_ARGS) \
+		--shard '$(SHARD)' --guests '$(GUESTS)' --strict '$(STRICT)' $(TREE_ARGS) \
 		$(if $(filter command line environment,$(origin TIMEOUT)),--timeout '$(TIMEOUT)')
 
 bisect:

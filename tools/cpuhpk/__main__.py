@@ -90,6 +90,8 @@ KNOBS: Tuple[Knob, ...] = (
          'make matrix covers (empty: none)'),
     Knob('SERIES_KVERS', '6.12', 'the series make matrix checks with series-test'),
     Knob('SHARD', '', 'make mutate: I/N runs the I-th of N shards of the mutants'),
+    Knob('GUESTS', '', 'make mutate: the guests every mutant runs on, in order (e.g. flat, '
+         'or flat,smt), instead of those its coverage reaches'),
     Knob('DIRS', '', 'make merge-results: the out/ directories to merge'),
     Knob('AUTHOR', '', 'make series, fixes-series, finding-mails: "Name <email>" of From: and '
          'Signed-off-by: (empty: git config)'),

@@ -209,6 +209,10 @@ def main(argv: Sequence[str]) -> int:
                     'passed on: the mutants are written against the test series')
     ap.add_argument('--shard', default='', metavar='I/N',
                     help='run only the I-th of N shards of the sorted mutants (1-based)')
+    ap.add_argument('--guests', default='', metavar='G[,G...]',
+                    help='the guests every mutant runs on, in this order, instead of those its '
+                    'coverage reaches (no tracefiles made or read): flat alone is make mutate as '
+                    'it ran before it chose guests by coverage')
     ap.add_argument('--seed', type=int, default=0, help='cpuhp_stress seed for every mutant run')
     ap.add_argument('--stress-ops', type=int, default=0, help='cpuhp_stress operations per run')
     runspec.add_tree_arguments(ap)
@@ -228,6 +232,7 @@ def main(argv: Sequence[str]) -> int:
         return 1
     spec = spec.for_user(user)
     try:
+        fixed = fixed_guests(args.guests, args.arch)
         patches = mutant_set(args.mutants, args.kver, args.arch)
     except ValueError as e:
         print(f'cpuhp-kunit: error: {e}', file=sys.stderr)
@@ -246,9 +251,24 @@ def main(argv: Sequence[str]) -> int:
     proc.raise_on_signals((signal.SIGTERM,))
     try:
         return cache.locked(f'make mutate KVER={spec.kver}', lambda: mutate(
-            spec, user, patches, args.shard, args.timeout, total))
+            spec, user, patches, args.shard, args.timeout, total, fixed))
     except proc.Interrupted as e:
         return 128 + e.signum
+
+
+def fixed_guests(spec: str, arch_name: str = arch.HOST) -> List[str]:
+    """GUESTS=: the topologies named, comma-separated, in that order ([]:
+    none named, the guests come from coverage); ValueError naming those
+    the architecture's guest cannot take."""
+    names = [g.strip() for g in spec.split(',') if g.strip()]
+    known = arch.get(arch_name).topologies
+    unknown = [g for g in names if g not in known]
+    if unknown:
+        raise ValueError(f'GUESTS={spec}: no {arch_name} guest {", ".join(unknown)} '
+                         f'(known: {", ".join(known)})')
+    if len(set(names)) != len(names):
+        raise ValueError(f'GUESTS={spec}: a guest named twice')
+    return names
 
 
 def mutant_set(mutants: Path, kver: str, arch_name: str = arch.HOST) -> List[Path]:
@@ -359,23 +379,33 @@ def baseline_dir(base: Path, guest: str) -> Path:
 
 
 def mutate(spec: RunSpec, user: Optional[usertree.Resolved], patches: Sequence[Path],
-           shard_spec: str = '', timeout: str = '', total: int = 0) -> int:
+           shard_spec: str = '', timeout: str = '', total: int = 0,
+           fixed: Sequence[str] = ()) -> int:
     """Each of @patches (the @shard_spec shard of @total) run as @spec (with
-    @user, its TREE=) on its guests; a mutant's run there times out after
-    @timeout seconds (default: derived_timeout() of the unmutated run's)."""
+    @user, its TREE=) on its guests, @fixed when given, else those its
+    coverage reaches; a mutant's run there times out after @timeout seconds
+    (default: derived_timeout() of the unmutated run's)."""
     t = execute.prepare_tree(spec, user)
     base = out_base(spec.kver, spec.config, shard_spec, user, spec.arch)
-    chosen, why = mutant_guests.routes(
-        patches, t, spec, user, lambda g: run_child(
-            mutant_guests.coverage_spec(spec, g, BASELINE_TIMEOUT), dict(os.environ)))
+    chosen: Optional[Dict[Path, List[str]]] = {p: list(fixed) for p in patches}
+    if not fixed:
+        chosen, why = mutant_guests.routes(
+            patches, t, spec, user, lambda g: run_child(
+                mutant_guests.coverage_spec(spec, g, BASELINE_TIMEOUT), dict(os.environ)))
     if chosen is None:
         print(f'cpuhp-kunit: error: {why}', file=sys.stderr)
         return 1
-    needed = [g for g in arch.get(spec.arch).topologies if any(g in r for r in chosen.values())]
     roads = [mutant_guests.road(r) for r in chosen.values()]
-    print('cpuhp-kunit: guests by coverage: ' + ', '.join(
-        [f'{roads.count(g)} mutant(s) first reached by {g}' for g in needed if roads.count(g)]
-        + [f'{roads.count(mutant_guests.NO_ROAD)} by none (not covered)']), flush=True)
+    if fixed:
+        needed = list(fixed)
+        print(f'cpuhp-kunit: guests by GUESTS=: every mutant on {", ".join(fixed)}, in that '
+              'order', flush=True)
+    else:
+        needed = [g for g in arch.get(spec.arch).topologies
+                  if any(g in r for r in chosen.values())]
+        print('cpuhp-kunit: guests by coverage: ' + ', '.join(
+            [f'{roads.count(g)} mutant(s) first reached by {g}' for g in needed if roads.count(g)]
+            + [f'{roads.count(mutant_guests.NO_ROAD)} by none (not covered)']), flush=True)
     guest_specs: Dict[str, RunSpec] = {}
     for g in needed:
         g_spec = dataclasses.replace(spec, topology=g, timeout=BASELINE_TIMEOUT,

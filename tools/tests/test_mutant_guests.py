@@ -345,6 +345,47 @@ class EachGuestsBaselineTest(unittest.TestCase):
                       'reached by nosmt, 1 by none (not covered)', said.getvalue())
 
 
+class FixedGuestsTest(unittest.TestCase):
+    def test_named_in_order(self) -> None:
+        self.assertEqual(mutate.fixed_guests(''), [])
+        self.assertEqual(mutate.fixed_guests('smt, flat'), ['smt', 'flat'])
+
+    def test_unknown_or_twice_refused(self) -> None:
+        with self.assertRaisesRegex(ValueError, 'no arm64 guest smt'):
+            mutate.fixed_guests('flat,smt', 'arm64')
+        with self.assertRaisesRegex(ValueError, 'named twice'):
+            mutate.fixed_guests('flat,flat')
+
+    def test_every_mutant_on_the_guests_named_and_no_tracefile(self) -> None:
+        spec = RunSpec(kver='6.12', arch='x86_64', smp=4, config='default',
+                       coverage_report=False)
+        patches = [Path('a.patch'), Path('b.patch')]
+        baselines: List[str] = []
+        guests: Dict[str, List[str]] = {}
+
+        def baseline(g_spec: RunSpec, out: Path) -> Any:
+            baselines.append(out.name)
+            return 20.0, ''
+
+        def run_one(patch: Path, t: Any, g: Dict[str, RunSpec], out: Path) -> mutate.Outcome:
+            guests[patch.stem] = list(g)
+            return mutate.Outcome(patch.stem, 'killed', 'x', 1.0, 'p',
+                                  road=mutant_guests.road(list(g)))
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(execute, 'prepare_tree'), \
+                mock.patch.object(mutate, 'out_base', return_value=Path(tmp)), \
+                mock.patch.object(mutant_guests, 'routes') as routes, \
+                mock.patch.object(mutate, 'baseline', side_effect=baseline), \
+                mock.patch.object(mutate, 'run_one', side_effect=run_one), \
+                contextlib.redirect_stdout(io.StringIO()) as said:
+            rc = mutate.mutate(spec, None, patches, total=2, fixed=['smt', 'flat'])
+        self.assertEqual(rc, 0)
+        routes.assert_not_called()
+        self.assertEqual(baselines, ['baseline-smt', 'baseline'])
+        self.assertEqual(guests, {'a': ['smt', 'flat'], 'b': ['smt', 'flat']})
+        self.assertIn('guests by GUESTS=: every mutant on smt, flat, in that order', said.getvalue())
+
+
 class ReportTest(unittest.TestCase):
     @staticmethod
     def oc(name: str, v: str, road: str) -> mutate.Outcome:
