@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays boot_cpu_goes_and_comes_back hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_first_thread_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_forceoff nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses nosmt_forceoff_after_off hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays boot_cpu_goes_and_comes_back hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_first_thread_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_forceoff nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses nosmt_forceoff_after_off hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away maxcpus_first_bringup_fail_rolls_back maxcpus_smt_on_skips_absent_slots"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -436,9 +436,14 @@ smt_control_forceoff() {
 # (mitigations=auto,nosmt is another word). The control as the boot left it
 # is what restore() puts back.
 NOSMT=
+# The CPUs a boot with maxcpus= brought up (make run TOPOLOGY=maxcpus), or nothing.
+MAXCPUS=
 # shellcheck disable=SC2013 # the words of the one line are wanted
 for w in $(cat /proc/cmdline); do
-	case $w in nosmt | nosmt=force) NOSMT=$w ;; esac
+	case $w in
+	nosmt | nosmt=force) NOSMT=$w ;;
+	maxcpus=*) MAXCPUS=${w#maxcpus=} ;;
+	esac
 done
 BOOT_SMT=$(cat "$SMT/control" 2>/dev/null)
 # Each CPU's target as the boot left it ("1:0 3:0 "), read before any case
@@ -716,6 +721,52 @@ hotadd_fail_rolls_back() {
 	expect "cpu$new state" "$(cat "$SYS/cpu$new/hotplug/state")" "$(state_nr online)"
 }
 
+# A boot with maxcpus=N brings up N CPUs, the boot CPU counted, and leaves
+# the other present CPUs offline at the offline state with their hotplug/
+# files, never started (the boot's list of the CPUs it started). A startup
+# failing in a PREPARE state on such a CPU's very first bring-up is rolled
+# back as on any other: the write fails with the error, the CPU is offline
+# at the offline state, the failure has fired; the next bring-up goes
+# through. The first maxcpus case: it needs the CPUs as the boot left them.
+maxcpus_first_bringup_fail_rolls_back() {
+	expect "CPUs online after a boot with maxcpus=$MAXCPUS" \
+		"$(online_cpus | wc -l | tr -d ' ')" "$MAXCPUS" || return 1
+	off=$(offline_cpus)
+	[ -n "$off" ] || { echo "    # no present CPU is offline after a boot with maxcpus=$MAXCPUS"; return 1; }
+	started=" $(boot_started_cpus)"
+	for k in $off; do
+		case $started in *" $k "*)
+			echo "    # cpu$k, left offline by maxcpus=$MAXCPUS, was started at boot (started:$started)"
+			return 1
+			;;
+		esac
+		expect "cpu$k/hotplug/" "$(hotplug_files "$k")" "$(hotplug_files 0)" &&
+		expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" ||
+			return 1
+	done
+	k=${off%% *}
+	write "$SYS/cpu$k/hotplug/fail" "$(state_nr workqueue:prepare)" &&
+	write "$SYS/cpu$k/online" 1 "Resource temporarily unavailable" &&
+	expect "cpu$k online" "$(cat "$SYS/cpu$k/online")" 0 &&
+	expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" &&
+	expect "cpu$k in the online mask" "$(in_online_mask "$k")" 0 &&
+	expect "cpu$k fail" "$(cat "$SYS/cpu$k/hotplug/fail")" -1 &&
+	write "$SYS/cpu$k/online" 1 &&
+	expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr online)"
+}
+
+# With a core's slots left empty (possible CPUs that are not present),
+# "on" brings up the present threads and passes the empty slots by: the
+# write succeeds and no present CPU is left offline.
+maxcpus_smt_on_skips_absent_slots() {
+	[ -n "$(absent_cpus)" ] || { echo "    # every possible CPU is present"; return 1; }
+	[ "$(has_smt)" = 1 ] || { echo "    # no SMT siblings to switch"; return 1; }
+	write "$SMT/control" off &&
+	write "$SMT/control" on &&
+	expect "smt/control" "$(cat "$SMT/control")" on &&
+	expect "CPUs offline after on" "$(offline_cpus)" ""
+}
+
 # Pulling out an online CPU takes it offline (the eject offlines it first)
 # and out of the present mask.
 hotremove_takes_cpu_away() {
@@ -814,6 +865,14 @@ for c in $CASES; do
 			echo "    ok $n $c # SKIP needs a CPU to plug in (make run TOPOLOGY=hotplug)"
 			continue
 		fi
+		;;
+	maxcpus_*)
+		if [ -z "$MAXCPUS" ]; then
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP needs a boot with maxcpus= (make run TOPOLOGY=maxcpus)"
+			continue
+		fi
+		;;
 	esac
 	"$c" "$cpu"
 	result $? "$c"

@@ -48,7 +48,8 @@ KNOBS: Tuple[Knob, ...] = (
     Knob('TOPOLOGY', 'flat', 'flat: one thread per core; smt: two per core (the SMT control '
          'cases) -> out/...-smt/; hotplug: CPUs more to hot-add and hot-remove (QMP) -> '
          'out/...-hotplug/; nosmt, nosmt-force: smt booted with nosmt, nosmt=force '
-         '(+ cpuhp.parallel=0) -> out/...-nosmt[-force]/'),
+         '(+ cpuhp.parallel=0) -> out/...-nosmt[-force]/; maxcpus: smt with one core\'s '
+         'slots empty, booted with maxcpus=SMP-1 -> out/...-maxcpus/'),
     Knob('FILTER', '', 'kunit.py filter_glob, e.g. FILTER=timekeeping_crosststamp.*'),
     Knob('CONFIG', 'default', 'fragment kconfigs/<CONFIG>.config; a+b combines fragments'),
     Knob('TIMEOUT', '600', 'seconds the booted kernel may take; make mutate: a mutant\'s run, '
@@ -256,8 +257,9 @@ TARGETS: Tuple[Tuple[str, str, Optional[Command]], ...] = (
      'applies to the pristine tree, checkpatch, builds', fixes_series()),
     ('fixes-series-test', 'the same, signed off as the commit author without AUTHOR/git config '
      '(make matrix)', fixes_series('--author-of-head')),
-    ('coverage', 'run on the default kernel, flat, SMT, hot-add and nosmt guests + merged '
-     'coverage gate + selftest anchor -> out/<KVER>[-smt|-hotplug|-nosmt|-nosmt-force]/',
+    ('coverage', 'run on the default kernel, flat, SMT, hot-add, nosmt and maxcpus guests + '
+     'merged coverage gate + selftest anchor -> out/<KVER>[-smt|-hotplug|-nosmt|-nosmt-force|'
+     '-maxcpus]/',
      Command('coverage', config='make coverage gates the default kernel; CONFIG={config} runs '
              'yield coverage too: make run CONFIG={config}')),
     ('judge', 'the verdict of a console log: make judge CONSOLE=file -> out/judge/',

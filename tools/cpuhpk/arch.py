@@ -57,7 +57,7 @@ ARCHES: Dict[str, Arch] = {
         # 2026-12-07): the crosststamp clock cases, which need a clock with
         # a clocksource ID, then skipped.
         kernel_args=('tsc=reliable',),
-        topologies=('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force')),
+        topologies=('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force', 'maxcpus')),
     # cortex-a57 as 6.1's kunit.py (6.12's -cpu max emulates pointer
     # authentication and more, slower under TCG); virt with GICv3 (GICv2
     # stops at 8 CPUs). Flat only: QEMU 7.2's virt machine cannot plug a

@@ -6,7 +6,9 @@ kernel boots once per guest topology (runspec.TOPOLOGIES: flat, then the SMT
 guest and the guest with CPUs to hot-add, which reach the paths of
 kernel/cpu.c a flat guest cannot, then the SMT guest booted with nosmt and
 with nosmt=force, for the boot-time SMT paths: those two run the user-space
-sysfs test alone, the KUnit suites have nothing more to reach there), each
+sysfs test alone, the KUnit suites have nothing more to reach there; last
+the SMT guest with empty CPU slots booted with maxcpus= one short, its
+maxcpus_* sysfs cases alone), each
 boot a run with its own verdict in its own out/ directory; the gate reads
 their coverage merged. On top of the
 runs it adds the gate (tools/coverage-thresholds-<KVER>: per file lines and
@@ -16,8 +18,8 @@ tools/testing/selftests/cpu-hotplug/cpu-on-off-test.sh -a (with bash-static)
 before printing its gcov data.
 
 Writes out/<KVER>/ (the flat run's outputs), out/<KVER>-smt/,
-out/<KVER>-hotplug/, out/<KVER>-nosmt/ and out/<KVER>-nosmt-force/ (the
-other runs'), and in out/<KVER>/ the merged
+out/<KVER>-hotplug/, out/<KVER>-nosmt/, out/<KVER>-nosmt-force/ and
+out/<KVER>-maxcpus/ (the other runs'), and in out/<KVER>/ the merged
 coverage-merged.info, summary.txt (each topology's and the merged figures,
 gated), html/ (of the merged data), selftest.info and the suites-vs-selftest
 lines. Fails when a run fails, or a file or gated function drops below its
@@ -38,8 +40,10 @@ from cpuhpk.gcov import FileCov, pct
 from cpuhpk.runspec import RunSpec
 
 # What the boots that only differ by a boot-time argument run: the sysfs
-# test (about 25 s each instead of 60 with the suites).
-TOPOLOGY_FILTERS = {'nosmt': 'cpuhp_sysfs.*', 'nosmt-force': 'cpuhp_sysfs.*'}
+# test (about 25 s each instead of 60 with the suites), and of it in the
+# maxcpus guest the cases that need CPUs the boot left unstarted.
+TOPOLOGY_FILTERS = {'nosmt': 'cpuhp_sysfs.*', 'nosmt-force': 'cpuhp_sysfs.*',
+                    'maxcpus': 'cpuhp_sysfs.maxcpus_*'}
 
 
 class SelftestError(say.PrepareError):

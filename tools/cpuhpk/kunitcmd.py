@@ -57,7 +57,12 @@ STRICT_KERNEL_ARGS = ('cpuhp_kunit.sweep_wedging=1',)
 # brings the CPUs up one by one (cpuhp.parallel=0), as the architectures
 # without parallel bring-up do, and asks for the mitigations' nosmt
 # (mitigations=auto,nosmt: nothing more once SMT is forced off).
+# maxcpus: the smt guest with one core's two slots left empty (made
+# possible CPUs as hotplug's are, VMware's DMI serial), booted with
+# maxcpus= one CPU short of the present ones, so that one thread is
+# present and has never run: the maxcpus_* sysfs cases alone.
 HOTPLUG_SLOTS = 3
+VMWARE_SERIAL = '-smbios type=1,serial=VMware-cpuhp-kunit'
 TOPOLOGY_KERNEL_ARGS: Dict[str, Tuple[str, ...]] = {
     'nosmt': ('nosmt',),
     'nosmt-force': ('nosmt=force', 'mitigations=auto,nosmt', 'cpuhp.parallel=0'),
@@ -66,11 +71,13 @@ TOPOLOGY_KERNEL_ARGS: Dict[str, Tuple[str, ...]] = {
 
 def smp_arg(smp: int, topology: str) -> str:
     """QEMU's -smp (and -cpu) for @smp CPUs in @topology."""
+    if topology == 'maxcpus':
+        return (f'{smp},maxcpus={smp + 2},sockets=1,cores={smp // 2 + 1},threads=2 '
+                f'-cpu Nehalem,-hypervisor {VMWARE_SERIAL}')
     if two_threads(topology):
         return f'{smp},sockets=1,cores={smp // 2},threads=2 -cpu Nehalem'
     if topology == 'hotplug':
-        return (f'{smp},maxcpus={smp + HOTPLUG_SLOTS} -cpu qemu64,-hypervisor '
-                '-smbios type=1,serial=VMware-cpuhp-kunit')
+        return f'{smp},maxcpus={smp + HOTPLUG_SLOTS} -cpu qemu64,-hypervisor {VMWARE_SERIAL}'
     return str(smp)
 
 
@@ -187,6 +194,13 @@ def kernel_fragments(t: tree.Tree, config: str, arch_name: str = arch.HOST,
     return frags
 
 
+def topology_kernel_args(spec: RunSpec) -> List[str]:
+    """The kernel arguments of @spec's topology."""
+    if spec.topology == 'maxcpus':
+        return [f'maxcpus={spec.smp - 1}']
+    return list(TOPOLOGY_KERNEL_ARGS.get(spec.topology, ()))
+
+
 def stress_kernel_args(spec: RunSpec) -> List[str]:
     """cpuhp_stress's seed and length, when set (0: the suite's own)."""
     out = []
@@ -231,7 +245,7 @@ def kunit_command(t: tree.Tree, spec: RunSpec, build_dir: Path,
     if a.cross_compile:
         cmd.append(f'--cross_compile={a.cross_compile}')
     cmd += [f'--kernel_args={k}' for k in KERNEL_ARGS + a.kernel_args]
-    cmd += [f'--kernel_args={k}' for k in TOPOLOGY_KERNEL_ARGS.get(spec.topology, ())]
+    cmd += [f'--kernel_args={k}' for k in topology_kernel_args(spec)]
     if control is not None:
         cmd.append(f'--kernel_args={hostctl.KERNEL_ARG}')
     if spec.strict:

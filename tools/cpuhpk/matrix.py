@@ -78,7 +78,7 @@ def jobs(kvers: Sequence[str] = ('6.12', '6.1'), configs: Sequence[str] = (),
     """Every job of make matrix for @kvers, in the order it runs them.
 
     The default kernel of each series is the coverage kernel (make coverage:
-    the run in five guests and the gate), booted once more with 2 CPUs (a
+    the run in six guests and the gate), booted once more with 2 CPUs (a
     CPU count at which a path differs, Documentation/findings/12-...), and
     with our kernel fixes (fixes-test, its own build directory shared) and
     the fixes as postable series; @configs, when given, replaces every

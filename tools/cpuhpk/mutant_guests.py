@@ -1,7 +1,7 @@
 """The guests a mutant runs on in `make mutate`, chosen by coverage.
 
 make coverage boots the same kernel once per guest topology (flat, smt,
-hotplug, nosmt, nosmt-force: arch.Arch.topologies, in that order) and each
+hotplug, nosmt, nosmt-force, maxcpus: arch.Arch.topologies, in that order) and each
 boot leaves an lcov tracefile, out/<KVER>[-<CONFIG>][-<topology>]/coverage.info
 (RunSpec.output_dir()). A mutant's changed lines are the pre-image lines of its
 hunks (hunks()); its guests are those whose tracefile records one of them

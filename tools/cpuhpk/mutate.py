@@ -3,7 +3,7 @@
 A mutant is a -p1 patch against the prepared tree whose first line is a
 '# ' comment naming the promise it breaks. It runs on the guests whose
 coverage reaches a line it changes (tools/cpuhpk/mutant_guests.py: flat,
-then smt, hotplug, nosmt, nosmt-force, as make coverage boots them), one
+then smt, hotplug, nosmt, nosmt-force, maxcpus, as make coverage boots them), one
 after the other until one kills it; the first of them is its road. Its
 runs' verdicts (verdict.json) say what became of it:
 

@@ -25,7 +25,7 @@ from cpuhpk.paths import REPO
 # The CPUs a run boots with (make SMP=): the count make test is judged at.
 DEFAULT_SMP = 4
 # The guest's CPU topologies (make TOPOLOGY=); kunitcmd.smp_arg() says what each boots.
-TOPOLOGIES = ('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force')
+TOPOLOGIES = ('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force', 'maxcpus')
 # kunit.py's own knobs (make KCONFIG_ADD=, KERNEL_ARGS=, QEMU_ARGS=,
 # MAKE_OPTIONS=, ISOLATE=, FILTER_ATTR=, FILTER_ACTION=), in the order
 # verdict.json's context names them; knobs.KUNIT_PY_FLAGS has their flags.
@@ -38,7 +38,7 @@ DESCRIPTION = '`make run`: prepare the tree, build and boot it with kunit.py, ju
 
 def two_threads(topology: str) -> bool:
     """Does @topology put two threads in each core?"""
-    return topology in ('smt', 'nosmt', 'nosmt-force')
+    return topology in ('smt', 'nosmt', 'nosmt-force', 'maxcpus')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,7 +219,7 @@ def parser() -> argparse.ArgumentParser:
                     'qemu-system-aarch64 virt)')
     ap.add_argument('--smp', type=int, default=DEFAULT_SMP)
     ap.add_argument('--topology', choices=TOPOLOGIES, default='flat',
-                    help='smt, nosmt, nosmt-force: two threads per core (needs an even --smp)')
+                    help='smt, nosmt, nosmt-force, maxcpus: two threads per core (needs an even --smp)')
     ap.add_argument('--filter', default='')
     ap.add_argument('--config', default='default')
     ap.add_argument('--timeout', type=int, default=600, help='seconds for the kernel run')

@@ -96,9 +96,11 @@ ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += [
     'cpuhp_rollback_freeze_wakeup_pending', 'cpuhp_rollback_freeze_takes_none',
     'cpuhp_rollback_pm_notifier_disables', 'cpuhp_rollback_disabled_smt_off',
     'cpuhp_rollback_disable_waits']
-# 2026-12-07: the PAT a thaw writes, an unbalanced enable.
+# 2026-12-07: the PAT a thaw writes, an unbalanced enable, the maxcpus guest.
 ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += ['cpuhp_rollback_thaw_sets_pat',
                                             'cpuhp_rollback_unbalanced_enable']
+ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['maxcpus_first_bringup_fail_rolls_back',
+                                         'maxcpus_smt_on_skips_absent_slots']
 ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['smt_control_first_thread_fail_keeps_state',
                                          'nosmt_forceoff_after_off']
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {

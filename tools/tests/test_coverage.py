@@ -238,10 +238,11 @@ class InfoTest(unittest.TestCase):
                     rc = coverage.coverage(spec, selftest=False)
             self.assertEqual([s.topology for s in ran], list(runspec.TOPOLOGIES))
             self.assertEqual([s.filter for s in ran],
-                             ['', '', '', 'cpuhp_sysfs.*', 'cpuhp_sysfs.*'])
+                             ['', '', '', 'cpuhp_sysfs.*', 'cpuhp_sysfs.*',
+                              'cpuhp_sysfs.maxcpus_*'])
             self.assertEqual([s.output_dir().name for s in ran],
                              ['6.12', '6.12-smt', '6.12-hotplug', '6.12-nosmt',
-                              '6.12-nosmt-force'])
+                              '6.12-nosmt-force', '6.12-maxcpus'])
             self.assertEqual(rc, 1)
             problems = add.call_args.args[1]
             self.assertEqual([str(p) for p in problems],

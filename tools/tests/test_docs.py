@@ -592,7 +592,7 @@ class DocsTest(unittest.TestCase):
 
     def test_a_figure_checks_against_the_repository(self) -> None:
         self.assertEqual(recorded_table(), {'states': 59, 'refused down': 40})
-        self.assertEqual(tier_boots(), 17)
+        self.assertEqual(tier_boots(), 19)
         self.assertGreater(tools_test_count(), 500)
         check = _coverage('coverage-thresholds-6.12', 1)
         m = re.match(r'(\S+) \((\d+)/(\d+)\)', '99.9 (807/890)')

@@ -411,6 +411,13 @@ class CommandTest(unittest.TestCase):
         self.assertIn('--kernel_args=cpuhp.parallel=0', cmd)
         self.assertIn('--kernel_args=mitigations=auto,nosmt', cmd)
 
+    def test_maxcpus_leaves_one_cpu_and_two_slots(self) -> None:
+        self.assertFalse([a for a in self.command('--topology', 'smt') if 'maxcpus' in a])
+        cmd = self.command('--topology', 'maxcpus')
+        self.assertIn('--kernel_args=maxcpus=3', cmd)
+        self.assertIn('--qemu_args=-smp 4,maxcpus=6,sockets=1,cores=3,threads=2 -cpu '
+                      'Nehalem,-hypervisor -smbios type=1,serial=VMware-cpuhp-kunit', cmd)
+
     def test_stress_seed_and_length_reach_the_kernel(self) -> None:
         cmd = self.command()
         self.assertFalse([a for a in cmd if 'stress' in a])
