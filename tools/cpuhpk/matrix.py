@@ -46,6 +46,11 @@ TIER = ('coverage KVER=6.12 CONFIG=default', 'coverage KVER=6.1 CONFIG=default',
         'fixes-test KVER=6.12 CONFIG=default')
 # make mutate's shards per kernel series in the CI definitions.
 SHARDS = 4
+# mutants/roads/ (written against 6.12's kernel/cpu.c, for the x86 guests):
+# its own shards, on 6.12 alone.
+ROADS = 'roads'
+ROADS_KVERS = ('6.12',)
+ROADS_SHARDS = 2
 
 
 class SelectionError(Exception):
@@ -206,13 +211,18 @@ def ci_blocks(all_jobs: Sequence[Job], kvers: Sequence[str]) -> Dict[str, List[s
             row += f', extra: "{" ".join(j.extra)}"'
         github.append(f'- {{ {row} }}')
     shards = [f'{i}/{SHARDS}' for i in range(1, SHARDS + 1)]
+    roads = [f'{i}/{ROADS_SHARDS}' for i in range(1, ROADS_SHARDS + 1)]
     return {
         'kernel jobs (GitLab)': gitlab,
-        'mutant shards (GitLab)': [f'- KVER: {quoted(kvers)}',
-                                   f'  EXTRA: {quoted(["SHARD=" + x for x in shards])}'],
+        'mutant shards (GitLab)': [
+            f'- KVER: {quoted(kvers)}', f'  EXTRA: {quoted(["SHARD=" + x for x in shards])}',
+            f'- KVER: {quoted(ROADS_KVERS)}',
+            f'  EXTRA: {quoted([f"MUTANTS=mutants/{ROADS} SHARD={x}" for x in roads])}'],
         'kernel jobs (GitHub)': github,
-        'mutant shards (GitHub)': [f'kver: {quoted(kvers)}', 'config: ["default"]',
-                                   f'shard: {quoted(shards)}'],
+        'mutant shards (GitHub)': [
+            f'kver: {quoted(kvers)}', 'config: ["default"]', f'shard: {quoted(shards)}',
+            'include:', *[f'  - {{ kver: "{k}", config: "default", shard: "{x}", set: "{ROADS}" }}'
+                          for k in ROADS_KVERS for x in roads]],
     }
 
 

@@ -118,6 +118,7 @@ def read_job(d: Path) -> Job:
             raise say.PrepareError(f'{d}: report.json is unreadable: {e}') from None
         label = (f"mutate KVER={data.get('kver', '?')} CONFIG={data.get('config', '?')}"
                  + (f" STRICT={data['strict']}" if str(data.get('strict', '0')) != '0' else '')
+                 + (f" MUTANTS=mutants/{data['set']}" if data.get('set') else '')
                  + (f" SHARD={data['shard']}" if data.get('shard') else ''))
         return Job(d, label, killed == len(outcomes), f'{killed}/{len(outcomes)} killed',
                    str(data.get('kver', '')), data)
@@ -165,16 +166,17 @@ def merge_junit(jobs: Sequence[Job], problems: Sequence[str]) -> ET.ElementTree:
 
 def mutant_sets(jobs: Sequence[Job]) -> Tuple[List[str], List[str]]:
     """The mutants table and the merge's problems with the shards."""
-    sets: Dict[Tuple[str, str, str], List[Job]] = {}
+    sets: Dict[Tuple[str, str, str, str], List[Job]] = {}
     for job in jobs:
         if job.mutants is not None:
             m = job.mutants
             sets.setdefault((str(m.get('kver')), str(m.get('config')),
-                             str(m.get('strict', '0'))), []).append(job)
+                             str(m.get('strict', '0')), str(m.get('set') or '')),
+                            []).append(job)
     table: List[str] = []
     problems: List[str] = []
     all_killed = all_count = 0
-    for (kver, config, strict), shards in sorted(sets.items()):
+    for (kver, config, strict, set_), shards in sorted(sets.items()):
         seen: Dict[str, Job] = {}
         rows: List[str] = []
         killed = 0
@@ -190,10 +192,11 @@ def mutant_sets(jobs: Sequence[Job]) -> Tuple[List[str], List[str]]:
                 rows.append(f"| {name} | {o['promise']} | {o['verdict']} | {o['by']} | "
                             f"{job.mutants.get('shard') or '-'} |")
                 killed += o['verdict'] == 'killed'
-        problems += shard_problems(kver, config, shards)
+        problems += shard_problems(kver, config, shards, set_)
         all_killed += killed
         all_count += len(rows)
-        table += [f'## KVER={kver} CONFIG={config}' + (' STRICT=1' if strict == '1' else ''),
+        table += [f'## KVER={kver} CONFIG={config}' + (' STRICT=1' if strict == '1' else '')
+                  + (f' MUTANTS=mutants/{set_}' if set_ else ''),
                   '', f'{killed}/{len(rows)} killed ({100.0 * killed / max(len(rows), 1):.1f}%)',
                   '', '| mutant | promise broken | verdict | killed by / why not | shard |',
                   '|---|---|---|---|---|', *sorted(rows), '']
@@ -203,9 +206,9 @@ def mutant_sets(jobs: Sequence[Job]) -> Tuple[List[str], List[str]]:
     return table, problems
 
 
-def shard_problems(kver: str, config: str, shards: Sequence[Job]) -> List[str]:
+def shard_problems(kver: str, config: str, shards: Sequence[Job], set_: str = '') -> List[str]:
     """Shards 1..N of one set all there, once, adding up to the whole set."""
-    name = f'the mutants of KVER={kver} CONFIG={config}'
+    name = f'the mutants of KVER={kver} CONFIG={config}' + (f' in mutants/{set_}' if set_ else '')
     specs = [str((j.mutants or {}).get('shard') or '') for j in shards]
     totals = {int((j.mutants or {}).get('total', -1)) for j in shards}
     count = sum(len((j.mutants or {}).get('outcomes', [])) for j in shards)

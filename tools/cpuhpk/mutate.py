@@ -251,7 +251,8 @@ def main(argv: Sequence[str]) -> int:
     proc.raise_on_signals((signal.SIGTERM,))
     try:
         return cache.locked(f'make mutate KVER={spec.kver}', lambda: mutate(
-            spec, user, patches, args.shard, args.timeout, total, fixed))
+            spec, user, patches, args.shard, args.timeout, total, fixed,
+            set_name(args.mutants)))
     except proc.Interrupted as e:
         return 128 + e.signum
 
@@ -318,13 +319,21 @@ def shard(patches: Sequence[Path], spec: str) -> List[Path]:
             if k % n == i - 1]
 
 
-def out_base(kver: str, config: str, shard_spec: str,
-             user: Optional[usertree.Resolved] = None, arch_name: str = arch.HOST) -> Path:
-    """out/<KVER>[-<CONFIG>][-arm64]-mutate[-<I>of<N>]: shards run on one machine keep apart.
+def set_name(mutants: Path) -> str:
+    """'' for the default set (mutants/), else its directory's name ('roads')."""
+    return '' if mutants.resolve() == (REPO / 'mutants').resolve() else mutants.name
 
-    TREE=: out/tree-<name>-<rev>[-<CONFIG>]-mutate[-<I>of<N>].
+
+def out_base(kver: str, config: str, shard_spec: str,
+             user: Optional[usertree.Resolved] = None, arch_name: str = arch.HOST,
+             set_: str = '') -> Path:
+    """out/<KVER>[-<CONFIG>][-arm64]-mutate[-<set>][-<I>of<N>]: shards run on one
+    machine keep apart, and so do sets (@set_, set_name()).
+
+    TREE=: out/tree-<name>-<rev>[-<CONFIG>]-mutate[-<set>][-<I>of<N>].
     """
-    part = f"-{shard_spec.replace('/', 'of')}" if shard_spec else ''
+    part = (f'-{set_}' if set_ else '') + (f"-{shard_spec.replace('/', 'of')}"
+                                          if shard_spec else '')
     runs = RunSpec(kver=kver, config=config, arch=arch_name).output_dir(user)
     return runs.with_name(f'{runs.name}-mutate{part}')
 
@@ -380,13 +389,14 @@ def baseline_dir(base: Path, guest: str) -> Path:
 
 def mutate(spec: RunSpec, user: Optional[usertree.Resolved], patches: Sequence[Path],
            shard_spec: str = '', timeout: str = '', total: int = 0,
-           fixed: Sequence[str] = ()) -> int:
+           fixed: Sequence[str] = (), set_: str = '') -> int:
     """Each of @patches (the @shard_spec shard of @total) run as @spec (with
     @user, its TREE=) on its guests, @fixed when given, else those its
     coverage reaches; a mutant's run there times out after @timeout seconds
-    (default: derived_timeout() of the unmutated run's)."""
+    (default: derived_timeout() of the unmutated run's); @set_ names the set
+    apart from the default one (set_name())."""
     t = execute.prepare_tree(spec, user)
-    base = out_base(spec.kver, spec.config, shard_spec, user, spec.arch)
+    base = out_base(spec.kver, spec.config, shard_spec, user, spec.arch, set_)
     chosen: Optional[Dict[Path, List[str]]] = {p: list(fixed) for p in patches}
     if not fixed:
         chosen, why = mutant_guests.routes(
@@ -429,7 +439,7 @@ def mutate(spec: RunSpec, user: Optional[usertree.Resolved], patches: Sequence[P
             print('\n'.join(f'    {ln}' for ln in o.detail.splitlines()[:10]), flush=True)
     return report(outcomes, base, {'kver': spec.kver, 'arch': spec.arch, 'config': spec.config,
                                    'strict': str(int(spec.strict)), 'shard': shard_spec,
-                                   'total': total})
+                                   'total': total, 'set': set_})
 
 
 # The columns of the per-road counts; 'other': not applicable, run errors.

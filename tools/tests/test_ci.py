@@ -16,7 +16,7 @@ import os
 import re
 import subprocess
 import unittest
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 from cpuhpk import matrix, mutate
 from cpuhpk.paths import REPO
@@ -72,12 +72,18 @@ def shards(specs: List[str]) -> None:
     assert sorted(specs) == sorted(f'{i}/{n}' for i in range(1, n + 1)), specs
 
 
-def shards_per_kver(jobs: List[Dict[str, str]], kver: str, shard: str) -> None:
-    """Each series of make matrix-list has its mutants sharded 1/N .. N/N, and no other has."""
+def shards_per_kver(jobs: List[Dict[str, str]], kver: str, shard: str,
+                    road: Callable[[Dict[str, str]], bool]) -> None:
+    """Each series of make matrix-list has its mutants sharded 1/N .. N/N, and no
+    other has; mutants/roads/ (the jobs @road tells) is sharded on 6.12 alone."""
     kvers = sorted({line.split()[1] for line in matrix_list()})
-    assert sorted({'KVER=' + j[kver] for j in jobs}) == kvers, (jobs, kvers)
+    own = [j for j in jobs if not road(j)]
+    assert sorted({'KVER=' + j[kver] for j in own}) == kvers, (jobs, kvers)
     for k in kvers:
-        shards([j[shard].removeprefix('SHARD=') for j in jobs if 'KVER=' + j[kver] == k])
+        shards([j[shard].removeprefix('SHARD=') for j in own if 'KVER=' + j[kver] == k])
+    roads = [j for j in jobs if road(j)]
+    assert {j[kver] for j in roads} == {'6.12'}, roads
+    shards([j[shard].rpartition('SHARD=')[2] for j in roads])
 
 
 class GitLabTest(unittest.TestCase):
@@ -94,7 +100,7 @@ class GitLabTest(unittest.TestCase):
     def test_mutant_shards_cover_the_set_once(self) -> None:
         jobs = gitlab_jobs(self.doc, 'mutants')
         self.assertEqual({j['TARGET'] for j in jobs}, {'mutate'})
-        shards_per_kver(jobs, 'KVER', 'EXTRA')
+        shards_per_kver(jobs, 'KVER', 'EXTRA', lambda j: 'MUTANTS=mutants/roads' in j['EXTRA'])
 
     def test_each_job_caches_its_kernel_and_keeps_its_results(self) -> None:
         self.assertTrue(self.doc['variables']['CPUHP_KUNIT_CACHE'].startswith('$CI_PROJECT_DIR/'))
@@ -133,10 +139,11 @@ class GitHubTest(unittest.TestCase):
         self.assertFalse(self.doc['jobs']['kernel']['strategy']['fail-fast'])
 
     def test_mutant_shards_cover_the_set_once(self) -> None:
-        shards_per_kver(github_jobs(self.doc, 'mutants'), 'kver', 'shard')
+        shards_per_kver(github_jobs(self.doc, 'mutants'), 'kver', 'shard',
+                        lambda j: j.get('set') == 'roads')
         runs = [s.get('run', '') for s in self.steps('mutants')]
         self.assertTrue(any('make mutate' in r and 'SHARD=${{ matrix.shard }}' in r
-                            for r in runs))
+                            and "format(' MUTANTS=mutants/{0}', matrix.set)" in r for r in runs))
 
     def test_each_job_caches_its_kernel_and_uploads_out(self) -> None:
         for job in ('kernel', 'mutants'):

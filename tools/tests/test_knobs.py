@@ -1113,7 +1113,7 @@ class KunitPyTest(unittest.TestCase):
                     'foo=1 bar', '--qemu-args=-name x -no-hpet', '--make-options', 'LLVM=1',
                     '--filter-attr', 'speed>slow', '--filter-action', 'skip')
                 cmdline = next(ln for ln in console if ln.startswith('Command line: '))
-                self.assertIn('printk.time=0 foo=1 bar kunit.filter="speed>slow" '
+                self.assertIn('printk.time=0 tsc=reliable foo=1 bar kunit.filter="speed>slow" '
                               'kunit.filter_action=skip kunit.enable=1', cmdline)
                 self.assertIn('qemu: -smp 4 -name x -no-hpet', console)
                 self.assertTrue(v.ok, v.problems)

@@ -50,12 +50,13 @@ class MergeTest(unittest.TestCase):
         outputs.judge(d, d / 'console.log', exp, 0, None, 60, None)
         return d
 
-    def mutate_dir(self, name: str, shard: str, total: int, verdicts: Sequence[str]) -> Path:
+    def mutate_dir(self, name: str, shard: str, total: int, verdicts: Sequence[str],
+                   set_: str = '') -> Path:
         d = self.tmp / name
         outcomes = [mutate.Outcome(f'{name}-{i}', v, 'x', 1.0, 'promise')
                     for i, v in enumerate(verdicts)]
         mutate.report(outcomes, d, {'kver': '6.12', 'config': 'default', 'strict': '0',
-                                    'shard': shard, 'total': total})
+                                    'shard': shard, 'total': total, 'set': set_})
         return d
 
     def merged(self, *dirs: Path) -> int:
@@ -131,6 +132,16 @@ class MergeTest(unittest.TestCase):
         text = (self.out / 'mutants.md').read_text()
         self.assertIn('mutants overall: 3/3 killed (100.0%)', text)
         self.assertEqual(text.count('| s1-'), 2)
+
+    def test_two_sets_each_add_up_on_their_own(self) -> None:
+        s1 = self.mutate_dir('s1', '1/2', 3, ['killed', 'killed'])
+        s2 = self.mutate_dir('s2', '2/2', 3, ['killed'])
+        r1 = self.mutate_dir('r1', '1/2', 2, ['killed'], 'roads')
+        r2 = self.mutate_dir('r2', '2/2', 2, ['killed'], 'roads')
+        self.assertEqual(self.merged(s1, s2, r1, r2), 0, self.problems())
+        text = (self.out / 'mutants.md').read_text()
+        self.assertIn('mutants overall: 5/5 killed (100.0%)', text)
+        self.assertIn('## KVER=6.12 CONFIG=default MUTANTS=mutants/roads', text)
 
     def test_survivor_in_a_shard_is_red(self) -> None:
         s1 = self.mutate_dir('s1', '1/2', 3, ['killed', 'survived'])

@@ -496,6 +496,10 @@ class CommandTest(unittest.TestCase):
     def test_mutant_shards_write_apart(self) -> None:
         self.assertEqual(mutate.out_base('6.12', 'default', '').name, '6.12-mutate')
         self.assertEqual(mutate.out_base('6.12', 'debug', '2/4').name, '6.12-debug-mutate-2of4')
+        self.assertEqual(mutate.out_base('6.12', 'default', '1/2', set_='roads').name,
+                         '6.12-mutate-roads-1of2')
+        self.assertEqual(mutate.set_name(REPO / 'mutants'), '')
+        self.assertEqual(mutate.set_name(REPO / 'mutants' / 'roads'), 'roads')
 
     def test_out_dir_of_fixes(self) -> None:
         self.assertEqual(out_name('6.12', 'debug', fixes=True), '6.12-debug-fixes')
