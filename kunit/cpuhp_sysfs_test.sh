@@ -733,13 +733,9 @@ maxcpus_first_bringup_fail_rolls_back() {
 		"$(online_cpus | wc -l | tr -d ' ')" "$MAXCPUS" || return 1
 	off=$(offline_cpus)
 	[ -n "$off" ] || { echo "    # no present CPU is offline after a boot with maxcpus=$MAXCPUS"; return 1; }
-	started=" $(boot_started_cpus)"
+	expect "CPUs the boot started" "$(boot_started_cpus | tr ' ' '\n' | sort -n | tr '\n' ' ')" \
+		"$(online_cpus | grep -vx 0 | sort -n | tr '\n' ' ')" || return 1
 	for k in $off; do
-		case $started in *" $k "*)
-			echo "    # cpu$k, left offline by maxcpus=$MAXCPUS, was started at boot (started:$started)"
-			return 1
-			;;
-		esac
 		expect "cpu$k/hotplug/" "$(hotplug_files "$k")" "$(hotplug_files 0)" &&
 		expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" ||
 			return 1
@@ -867,7 +863,7 @@ for c in $CASES; do
 		fi
 		;;
 	maxcpus_*)
-		if [ -z "$MAXCPUS" ]; then
+		if [ -z "$MAXCPUS" ] || [ "$MAXCPUS" -ge "$(mask_cpus "$SYS/present" | wc -l)" ]; then
 			n=$((n + 1))
 			echo "    ok $n $c # SKIP needs a boot with maxcpus= (make run TOPOLOGY=maxcpus)"
 			continue

@@ -50,13 +50,14 @@ ARCHES: Dict[str, Arch] = {
         qemu_arch='x86_64', kernel_path='arch/x86/boot/bzImage', console='ttyS0',
         serial_kconfig='CONFIG_SERIAL_8250=y\nCONFIG_SERIAL_8250_CONSOLE=y',
         qemu_params=('-bios', 'qboot.rom'),
-        # tsc=reliable: no clocksource watchdog on the TSC. Under TCG the
-        # TSC and the HPET are both the host's clock read at emulation's
-        # pace, and a busy host made the watchdog see skew and switch the
-        # clock to hpet in the middle of a run (6.12.118's smt guest,
-        # 2026-12-07): the crosststamp clock cases, which need a clock with
-        # a clocksource ID, then skipped.
-        kernel_args=('tsc=reliable',),
+        # tsc=nowatchdog: no clocksource watchdog on the TSC, and nothing
+        # else (tsc=reliable would also drop the TSC sync check of every
+        # CPU's bring-up). Under TCG the TSC and the HPET are both the
+        # host's clock read at emulation's pace, and a busy host made the
+        # watchdog see skew and switch the clock to hpet in the middle of a
+        # run (6.12.118's smt guest, 2026-12-07): the crosststamp clock
+        # cases, which need a clock with a clocksource ID, then skipped.
+        kernel_args=('tsc=nowatchdog',),
         topologies=('flat', 'smt', 'hotplug', 'nosmt', 'nosmt-force', 'maxcpus')),
     # cortex-a57 as 6.1's kunit.py (6.12's -cpu max emulates pointer
     # authentication and more, slower under TCG); virt with GICv3 (GICv2

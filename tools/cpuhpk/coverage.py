@@ -35,7 +35,8 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from cpuhpk import arch, cache, execute, gcov, guest, outputs, runspec, say, tree, verdict
+from cpuhpk import (arch, cache, execute, gcov, guest, kunitcmd, outputs, runspec, say, tree,
+                    verdict)
 from cpuhpk.gcov import FileCov, pct
 from cpuhpk.runspec import RunSpec
 
@@ -43,7 +44,7 @@ from cpuhpk.runspec import RunSpec
 # test (about 25 s each instead of 60 with the suites), and of it in the
 # maxcpus guest the cases that need CPUs the boot left unstarted.
 TOPOLOGY_FILTERS = {'nosmt': 'cpuhp_sysfs.*', 'nosmt-force': 'cpuhp_sysfs.*',
-                    'maxcpus': 'cpuhp_sysfs.maxcpus_*'}
+                    'maxcpus': kunitcmd.MAXCPUS_FILTER}
 
 
 class SelftestError(say.PrepareError):

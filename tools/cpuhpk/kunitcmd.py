@@ -63,6 +63,8 @@ STRICT_KERNEL_ARGS = ('cpuhp_kunit.sweep_wedging=1',)
 # present and has never run: the maxcpus_* sysfs cases alone.
 HOTPLUG_SLOTS = 3
 VMWARE_SERIAL = '-smbios type=1,serial=VMware-cpuhp-kunit'
+# What the maxcpus guest runs (make coverage, make mutate; refused otherwise).
+MAXCPUS_FILTER = 'cpuhp_sysfs.maxcpus_*'
 TOPOLOGY_KERNEL_ARGS: Dict[str, Tuple[str, ...]] = {
     'nosmt': ('nosmt',),
     'nosmt-force': ('nosmt=force', 'mitigations=auto,nosmt', 'cpuhp.parallel=0'),
@@ -103,6 +105,12 @@ def knob_errors(spec: RunSpec) -> Optional[str]:
             attrs.parse_attr_filter(spec.filter_attr)
         except ValueError as e:
             return f'FILTER_ATTR={spec.filter_attr}: {e}'
+    if spec.topology == 'maxcpus' and spec.smp < 4:
+        return (f'SMP={spec.smp} with TOPOLOGY=maxcpus: the guest boots maxcpus=SMP-1 and '
+                'needs two CPUs online and a thread left unstarted (SMP=4 or more)')
+    if spec.topology == 'maxcpus' and not spec.filter.startswith(MAXCPUS_FILTER[:-1]):
+        return (f'TOPOLOGY=maxcpus runs FILTER={MAXCPUS_FILTER} alone: any other case\'s '
+                'clean-up brings up the CPUs the boot left offline before those cases look')
     if spec.isolate and spec.topology == 'hotplug':
         return (f'ISOLATE={spec.isolate} boots QEMU once per '
                 f'{spec.isolate}: TOPOLOGY=hotplug\'s host control serves one QEMU')

@@ -160,7 +160,10 @@ def tracefiles(spec: RunSpec, user: Optional[usertree.Resolved]) -> Dict[str, Pa
 
 
 def guest_filter(user_filter: str, topology: str) -> str:
-    """The FILTER a guest runs: make mutate's, else what make coverage runs there."""
+    """The FILTER a guest runs: make mutate's, else what make coverage runs there;
+    the maxcpus guest's own always (kunitcmd.knob_errors() refuses another)."""
+    if topology == 'maxcpus':
+        return coverage.TOPOLOGY_FILTERS[topology]
     return user_filter or coverage.TOPOLOGY_FILTERS.get(topology, '')
 
 

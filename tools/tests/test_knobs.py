@@ -71,12 +71,12 @@ class CommandLineTest(unittest.TestCase):
                      '--filter_action'):
             self.assertEqual(flags(cmd, flag), [], flag)
         self.assertEqual(flags(cmd, '--make_options'), list(knobs.MAKE_OPTIONS))
-        self.assertEqual(flags(cmd, '--kernel_args'), [*kunitcmd.KERNEL_ARGS, 'tsc=reliable'])
+        self.assertEqual(flags(cmd, '--kernel_args'), [*kunitcmd.KERNEL_ARGS, 'tsc=nowatchdog'])
         self.assertEqual(flags(cmd, '--qemu_args'), ['-smp 4'])
         self.assertEqual(flags(cmd, '--json'), ['/out/results.json'])
 
     def test_tsc_reliable_on_x86_alone(self) -> None:
-        self.assertNotIn('tsc=reliable', flags(command('--arch', 'arm64'), '--kernel_args'))
+        self.assertNotIn('tsc=nowatchdog', flags(command('--arch', 'arm64'), '--kernel_args'))
 
     def test_kconfig_add_one_flag_per_word(self) -> None:
         cmd = command('--kconfig-add', 'CONFIG_X=y  CONFIG_Y=n CONFIG_S="a"')
@@ -85,7 +85,7 @@ class CommandLineTest(unittest.TestCase):
     def test_kernel_args_after_the_runs_own(self) -> None:
         cmd = command('--kernel-args', 'foo=1  bar', '--seed', '7', '--strict', '1')
         self.assertEqual(flags(cmd, '--kernel_args'),
-                         [*kunitcmd.KERNEL_ARGS, 'tsc=reliable', *kunitcmd.STRICT_KERNEL_ARGS,
+                         [*kunitcmd.KERNEL_ARGS, 'tsc=nowatchdog', *kunitcmd.STRICT_KERNEL_ARGS,
                           'cpuhp_kunit.stress_seed=7', 'foo=1', 'bar'])
 
     def test_qemu_args_appended_whole(self) -> None:
@@ -179,6 +179,10 @@ class KnobErrorTest(unittest.TestCase):
             (['--filter-attr', 'speed slow'], 'no attribute and operation'),
             (['--isolate', 'suite', '--topology', 'hotplug'], 'TOPOLOGY=hotplug'),
             (['--make-options', 'LLVM=1', '--config', 'debian'], 'CONFIG=debian'),
+            (['--topology', 'maxcpus', '--smp', '2', '--filter', 'cpuhp_sysfs.maxcpus_*'],
+             'SMP=2 with TOPOLOGY=maxcpus'),
+            (['--topology', 'maxcpus'], 'TOPOLOGY=maxcpus runs FILTER=cpuhp_sysfs.maxcpus_* alone'),
+            (['--topology', 'maxcpus', '--filter', 'cpuhp_sysfs.*'], 'TOPOLOGY=maxcpus runs'),
         ]
         for argv, want in cases:
             with self.subTest(argv=argv):
@@ -1113,7 +1117,7 @@ class KunitPyTest(unittest.TestCase):
                     'foo=1 bar', '--qemu-args=-name x -no-hpet', '--make-options', 'LLVM=1',
                     '--filter-attr', 'speed>slow', '--filter-action', 'skip')
                 cmdline = next(ln for ln in console if ln.startswith('Command line: '))
-                self.assertIn('printk.time=0 tsc=reliable foo=1 bar kunit.filter="speed>slow" '
+                self.assertIn('printk.time=0 tsc=nowatchdog foo=1 bar kunit.filter="speed>slow" '
                               'kunit.filter_action=skip kunit.enable=1', cmdline)
                 self.assertIn('qemu: -smp 4 -name x -no-hpet', console)
                 self.assertTrue(v.ok, v.problems)

@@ -345,6 +345,14 @@ class EachGuestsBaselineTest(unittest.TestCase):
                       'reached by nosmt, 1 by none (not covered)', said.getvalue())
 
 
+class GuestFilterTest(unittest.TestCase):
+    def test_make_coverages_unless_given_but_maxcpus_its_own(self) -> None:
+        self.assertEqual(mutant_guests.guest_filter('', 'nosmt'), 'cpuhp_sysfs.*')
+        self.assertEqual(mutant_guests.guest_filter('x.*', 'nosmt'), 'x.*')
+        self.assertEqual(mutant_guests.guest_filter('', 'flat'), '')
+        self.assertEqual(mutant_guests.guest_filter('x.*', 'maxcpus'), 'cpuhp_sysfs.maxcpus_*')
+
+
 class FixedGuestsTest(unittest.TestCase):
     def test_named_in_order(self) -> None:
         self.assertEqual(mutate.fixed_guests(''), [])
