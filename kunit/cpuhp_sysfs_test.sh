@@ -704,6 +704,20 @@ hotadd_first_bringup() {
 	return $ok
 }
 
+# CPU $1, offline, brought up with the state called $2 armed to fail: the
+# write fails with the error, the CPU is offline at the offline state, the
+# failure has fired; the next bring-up goes through.
+fails_then_comes_up() {
+	write "$SYS/cpu$1/hotplug/fail" "$(state_nr "$2")" &&
+	write "$SYS/cpu$1/online" 1 "Resource temporarily unavailable" &&
+	expect "cpu$1 online" "$(cat "$SYS/cpu$1/online")" 0 &&
+	expect "cpu$1 state" "$(cat "$SYS/cpu$1/hotplug/state")" "$(state_nr offline)" &&
+	expect "cpu$1 in the online mask" "$(in_online_mask "$1")" 0 &&
+	expect "cpu$1 fail" "$(cat "$SYS/cpu$1/hotplug/fail")" -1 &&
+	write "$SYS/cpu$1/online" 1 &&
+	expect "cpu$1 state" "$(cat "$SYS/cpu$1/hotplug/state")" "$(state_nr online)"
+}
+
 # A startup that fails on a plugged-in CPU's first bring-up rolls it back as
 # on any other: the write fails with the error, the CPU is offline at the
 # offline state, the failure has fired; the next bring-up goes through.
@@ -711,14 +725,7 @@ hotadd_fail_rolls_back() {
 	new=$(plug) || return 1
 	[ -e "$SYS/cpu$new/hotplug/fail" ] ||
 		{ echo "    # no cpu$new/hotplug/fail: '$(hotplug_files "$new")'"; return 1; }
-	write "$SYS/cpu$new/hotplug/fail" "$(state_nr sched:active)" &&
-	write "$SYS/cpu$new/online" 1 "Resource temporarily unavailable" &&
-	expect "cpu$new online" "$(cat "$SYS/cpu$new/online")" 0 &&
-	expect "cpu$new state" "$(cat "$SYS/cpu$new/hotplug/state")" "$(state_nr offline)" &&
-	expect "cpu$new in the online mask" "$(in_online_mask "$new")" 0 &&
-	expect "cpu$new fail" "$(cat "$SYS/cpu$new/hotplug/fail")" -1 &&
-	write "$SYS/cpu$new/online" 1 &&
-	expect "cpu$new state" "$(cat "$SYS/cpu$new/hotplug/state")" "$(state_nr online)"
+	fails_then_comes_up "$new" sched:active
 }
 
 # A boot with maxcpus=N brings up N CPUs, the boot CPU counted, and leaves
@@ -740,15 +747,7 @@ maxcpus_first_bringup_fail_rolls_back() {
 		expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" ||
 			return 1
 	done
-	k=${off%% *}
-	write "$SYS/cpu$k/hotplug/fail" "$(state_nr workqueue:prepare)" &&
-	write "$SYS/cpu$k/online" 1 "Resource temporarily unavailable" &&
-	expect "cpu$k online" "$(cat "$SYS/cpu$k/online")" 0 &&
-	expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr offline)" &&
-	expect "cpu$k in the online mask" "$(in_online_mask "$k")" 0 &&
-	expect "cpu$k fail" "$(cat "$SYS/cpu$k/hotplug/fail")" -1 &&
-	write "$SYS/cpu$k/online" 1 &&
-	expect "cpu$k state" "$(cat "$SYS/cpu$k/hotplug/state")" "$(state_nr online)"
+	fails_then_comes_up "${off%% *}" workqueue:prepare
 }
 
 # With a core's slots left empty (possible CPUs that are not present),
