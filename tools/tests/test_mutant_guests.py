@@ -151,6 +151,20 @@ class GuestChoiceTest(unittest.TestCase):
         self.assertEqual(mutant_guests.route(hs, covs, ROOT, ORDER), [])
         self.assertEqual(mutant_guests.road([]), 'none')
 
+    def test_a_line_read_0_where_its_function_ran_routes_by_the_function(self) -> None:
+        """gcc gives an inlined call's counts to the callee's lines: the call's
+        own line can read 0 in every guest although its function ran."""
+        def fn(called: int, line: int) -> Dict[str, gcov.FileCov]:
+            return gcov.parse_info(f'SF:{self.CPU}\nFN:2260,f\nFNDA:{called},f\n'
+                                   f'FN:2280,g\nFNDA:5,g\nDA:2269,{line}\nDA:2270,4\n'
+                                   'end_of_record\n')
+        hs = mutant_guests.hunks(CHANGE)
+        covs = {'flat': fn(0, 0), 'smt': fn(2, 0), 'nosmt': fn(1, 0)}
+        self.assertEqual(mutant_guests.route(hs, covs, ROOT, ORDER), ['smt', 'nosmt'])
+        # Line counts win when any guest has them.
+        covs['hotplug'] = fn(1, 3)
+        self.assertEqual(mutant_guests.route(hs, covs, ROOT, ORDER), ['hotplug'])
+
     def test_sf_paths_of_a_tree_elsewhere(self) -> None:
         """A tracefile of another cache (a CI machine): SF: ends in the file's path."""
         covs = {'nosmt': cov({'/home/ci/.cache/cpuhp-kunit/linux-6.12.118/kernel/cpu.c':
