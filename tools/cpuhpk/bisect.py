@@ -35,7 +35,7 @@ if __package__ in (None, ''):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = 'cpuhpk'  # noqa: A001  (run as a script)
 
-from cpuhpk import cache, execute, mutate, proc, say, tree, usertree, verdict  # noqa: E402
+from cpuhpk import cache, execute, mutate, mutreport, proc, say, tree, usertree, verdict  # noqa: E402,E501
 from cpuhpk.paths import REPO  # noqa: E402
 from cpuhpk.runspec import RunSpec  # noqa: E402
 
@@ -71,7 +71,7 @@ def step_verdict(out: Path) -> Tuple[int, str]:
     build = [p for p in v.problems if p.category == 'build']
     if build:
         return SKIP, f'skipped: {build[0].message}'
-    red = mutate.killers(v)
+    red = mutreport.killers(v)
     if red:
         return BAD, 'red: ' + ', '.join(red[:4]) + (f' (+{len(red) - 4})' if len(red) > 4
                                                    else '')

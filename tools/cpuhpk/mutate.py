@@ -8,9 +8,11 @@ after the other until one kills it; the first of them is its road. Its
 runs' verdicts (verdict.json) say what became of it:
 
 - killed          a run was red for a reason a test gives: a case failed or
-                  crashed or went missing, a kernel report, the kernel hung
+                  crashed or went missing, a kernel report, the kernel hung;
+                  or a known failure the unmutated kernel shows on that guest
+                  did not occur (mutreport.py)
 - invalid         the mutant does not build: it proved nothing (compiler error quoted)
-- survived        the run on every guest was green
+- survived        the run on every guest was green, its known failures met
 - not-covered     no guest's coverage reaches a line it changes: no run could kill it
 - not-applicable  the patch does not apply to this tree: it never ran
 
@@ -32,86 +34,22 @@ import signal
 import subprocess
 import sys
 import time
-import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from cpuhpk import (arch, cache, execute, junit, mutant_guests, proc, runspec, say,
-                    tree, usertree, verdict)
+from cpuhpk import (arch, cache, execute, mutant_guests, proc, runspec, say, tree,
+                    usertree, verdict)
+from cpuhpk.mutreport import GuestRun, Outcome, classify, note, report, unmet_known
 from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 
 RUN_PY = REPO / 'tools' / 'cpuhpk' / 'run.py'
-# What a test gives: these categories kill a mutant. 'build' makes it invalid;
-# the others (prepare, console, interrupted, ...) say the run itself failed.
-KILLING = ('timeout', 'crashed', 'failed', 'kernel-log', 'unexpected-skip', 'missing')
 CHILD_GRACE = 60
-
-
-@dataclasses.dataclass
-class GuestRun:
-    guest: str          # the topology the mutant's kernel booted with
-    verdict: str        # killed, survived, invalid, error
-    by: str
-    seconds: float
-
-
-@dataclasses.dataclass
-class Outcome:
-    mutant: str
-    verdict: str        # killed, survived, invalid, not-covered, not-applicable, error
-    by: str             # which cases (or what else) killed it, or why it did not count
-    seconds: float
-    promise: str
-    detail: str = ''    # compiler error of an invalid mutant
-    road: str = ''      # the guest that first reaches it (mutant_guests.NO_ROAD: none)
-    lines: str = ''     # its changed lines, 'kernel/cpu.c:850'
-    runs: List[GuestRun] = dataclasses.field(default_factory=list)   # in order
-
-    @property
-    def guest(self) -> str:
-        """The guest whose run decided the verdict ('' when none ran)."""
-        return self.runs[-1].guest if self.runs else ''
 
 
 def promise(patch: Path) -> str:
     first = patch.read_text(errors='replace').splitlines()[:1]
     return first[0].lstrip('# ').strip() if first and first[0].startswith('#') else ''
-
-
-def killers(v: verdict.Verdict) -> List[str]:
-    """What made a mutant's run red, as names: cases, 'kernel log', 'timeout', ..."""
-    names: List[str] = []
-    for p in sorted(v.problems, key=lambda p: KILLING.index(p.category)
-                    if p.category in KILLING else len(KILLING)):
-        if p.category not in KILLING:
-            continue
-        name = p.name or {'kernel-log': 'kernel log'}.get(p.category, p.category)
-        if p.category == 'kernel-log' and p.name:
-            name = f'{p.name} (kernel log)'
-        if name not in names:
-            names.append(name)
-    return names
-
-
-def classify(name: str, out: Path, rc: int, seconds: float, text: str) -> Outcome:
-    """The outcome of a mutant from its run's verdict.json."""
-    path = out / 'verdict.json'
-    if not path.is_file():
-        return Outcome(name, 'error', f'its run wrote no verdict (exit {rc})', seconds, text)
-    v, _ = verdict.read_json(path)
-    if v.ok and rc == 0:
-        return Outcome(name, 'survived', '', seconds, text)
-    build = [p for p in v.problems if p.category == 'build']
-    if build:
-        return Outcome(name, 'invalid', build[0].message, seconds, text, build[0].detail)
-    names = killers(v)
-    if not names:
-        other = ', '.join(sorted({p.category for p in v.problems})) or f'exit {rc}'
-        return Outcome(name, 'error', f'its run failed for no test reason: {other}',
-                       seconds, text)
-    by = ', '.join(names[:4]) + (f' (+{len(names) - 4})' if len(names) > 4 else '')
-    return Outcome(name, 'killed', by, seconds, text)
 
 
 Runner = Callable[[RunSpec, Dict[str, str]], int]
@@ -129,9 +67,11 @@ def run_child(spec: RunSpec, env: Dict[str, str]) -> int:
 
 
 def run_one(patch: Path, t: tree.Tree, guests: Dict[str, RunSpec], out: Path,
-            runner: Runner = run_child) -> Outcome:
+            runner: Runner = run_child,
+            unmet: Optional[Dict[str, FrozenSet[str]]] = None) -> Outcome:
     """@patch applied, run on each of @guests in turn (topology: its run)
-    until one run does not survive it, into @out/<topology>/."""
+    until one run does not survive it, into @out/<topology>/; @unmet: per
+    guest, the known failures its unmutated run did not meet (classify())."""
     hs = mutant_guests.hunks(patch.read_text(errors='replace'))
     lines, road = mutant_guests.describe(hs), mutant_guests.road(list(guests))
     check = tree.git(t.path, 'apply', '--check', str(patch.resolve()), check=False)
@@ -150,7 +90,8 @@ def run_one(patch: Path, t: tree.Tree, guests: Dict[str, RunSpec], out: Path,
             started = time.monotonic()
             rc = runner(dataclasses.replace(spec, out=out / guest),
                         dict(os.environ, CPUHP_KUNIT_DIRTY='1'))
-            o = classify(patch.stem, out / guest, rc, time.monotonic() - started, promise(patch))
+            o = classify(patch.stem, out / guest, rc, time.monotonic() - started,
+                         promise(patch), (unmet or {}).get(guest, frozenset()))
             runs.append(GuestRun(guest, o.verdict, o.by, o.seconds))
             if o.verdict != 'survived':
                 break
@@ -158,38 +99,6 @@ def run_one(patch: Path, t: tree.Tree, guests: Dict[str, RunSpec], out: Path,
         tree.git(t.path, 'apply', '-R', str(patch.resolve()))
     return dataclasses.replace(o, seconds=sum(r.seconds for r in runs), road=road,
                                lines=lines, runs=runs)
-
-
-def guests_run(o: Outcome) -> str:
-    """'flat survived 41 s, smt killed 55 s': the guests that ran @o, in order."""
-    return ', '.join(f'{r.guest} {r.verdict} {r.seconds:.0f} s' for r in o.runs)
-
-
-def note(o: Outcome) -> str:
-    """What killed @o and on which guest, or why it did not count."""
-    if o.verdict == 'survived':
-        return 'green on ' + ', '.join(r.guest for r in o.runs)
-    return (f'on {o.guest}: ' if o.runs else '') + o.by
-
-
-def report_junit(outcomes: Sequence[Outcome]) -> ET.ElementTree:
-    """One testcase per mutant: killed passes, survived and not covered
-    fail, the rest are errors."""
-    checks = []
-    for o in outcomes:
-        ran = f' (guests run: {guests_run(o)})' if o.runs else ''
-        if o.verdict == 'survived':
-            status, message, text = 'failed', f'survived: {o.promise}{ran}', ''
-        elif o.verdict == 'not-covered':
-            status, message, text = 'failed', f'not covered: {o.by}', ''
-        elif o.verdict != 'killed':
-            status, message, text = 'error', f'{o.verdict}: {o.by}{ran}', o.detail
-        else:
-            status, message, text = 'passed', '', f'killed on the {o.guest} guest by {o.by}{ran}'
-        checks.append(junit.Check(o.mutant, status, message, text,
-                                  classname=f'mutants.{o.road or "none"}', seconds=o.seconds))
-    return junit.document([junit.checks_suite('mutants', checks)],
-                          totals=('tests', 'failures', 'errors'))
 
 
 def main(argv: Sequence[str]) -> int:
@@ -417,6 +326,7 @@ def mutate(spec: RunSpec, user: Optional[usertree.Resolved], patches: Sequence[P
             [f'{roads.count(g)} mutant(s) first reached by {g}' for g in needed if roads.count(g)]
             + [f'{roads.count(mutant_guests.NO_ROAD)} by none (not covered)']), flush=True)
     guest_specs: Dict[str, RunSpec] = {}
+    unmet: Dict[str, FrozenSet[str]] = {}
     for g in needed:
         g_spec = dataclasses.replace(spec, topology=g, timeout=BASELINE_TIMEOUT,
                                      filter=mutant_guests.guest_filter(spec.filter, g))
@@ -429,9 +339,11 @@ def mutate(spec: RunSpec, user: Optional[usertree.Resolved], patches: Sequence[P
               f'QEMU: a mutant run there times out after {seconds} s' + (
                   '' if timeout else ' (twice that plus 30 s, at least 60 s)'), flush=True)
         guest_specs[g] = dataclasses.replace(g_spec, timeout=seconds)
+        unmet[g] = unmet_known(baseline_dir(base, g))
     outcomes: List[Outcome] = []
     for patch in patches:
-        o = run_one(patch, t, {g: guest_specs[g] for g in chosen[patch]}, base / patch.stem)
+        o = run_one(patch, t, {g: guest_specs[g] for g in chosen[patch]}, base / patch.stem,
+                    unmet=unmet)
         outcomes.append(o)
         print(f'{o.mutant:45} {o.verdict:15} {o.seconds:5.0f}s  {o.road:11} {note(o)}',
               flush=True)
@@ -442,58 +354,6 @@ def mutate(spec: RunSpec, user: Optional[usertree.Resolved], patches: Sequence[P
                                    'total': total, 'set': set_})
 
 
-# The columns of the per-road counts; 'other': not applicable, run errors.
-ROAD_COLUMNS = ('killed', 'survived', 'not-covered', 'invalid', 'other')
-
-
-def road_counts(outcomes: Sequence[Outcome]) -> Dict[str, Dict[str, int]]:
-    """Per road (the guest that first reaches a mutant, in make coverage's
-    order, then mutant_guests.NO_ROAD), how many mutants of each verdict."""
-    order = [*runspec.TOPOLOGIES, mutant_guests.NO_ROAD]
-    counts: Dict[str, Dict[str, int]] = {}
-    for o in sorted(outcomes, key=lambda o: order.index(o.road) if o.road in order
-                    else len(order)):
-        row = counts.setdefault(o.road or mutant_guests.NO_ROAD, dict.fromkeys(ROAD_COLUMNS, 0))
-        row[o.verdict if o.verdict in ROAD_COLUMNS else 'other'] += 1
-    return counts
-
-
-def report(outcomes: Sequence[Outcome], base: Path, context: Dict[str, object]) -> int:
-    """report.md, report.json, junit.xml and the last lines; make mutate's exit status.
-
-    report.json is what make merge-results reads: @context (kver, config,
-    strict, shard and total: the number of mutants before sharding), the
-    counts per road and every outcome.
-    """
-    table = ['| mutant | promise broken | road | guests run | verdict | killed by / why not '
-             '| seconds |', '|---|---|---|---|---|---|---|']
-    table += [f'| {o.mutant} | {o.promise} | {o.road} | {guests_run(o) or "-"} | {o.verdict} | '
-              f'{note(o)} | {o.seconds:.0f} |' for o in outcomes]
-    roads = road_counts(outcomes)
-    table += ['', '| road | ' + ' | '.join(c.replace('-', ' ') for c in ROAD_COLUMNS) + ' |',
-              '|---|' + '---|' * len(ROAD_COLUMNS)]
-    table += [f'| {r} | ' + ' | '.join(str(row[c]) for c in ROAD_COLUMNS) + ' |'
-              for r, row in roads.items()]
-    base.mkdir(parents=True, exist_ok=True)
-    (base / 'report.md').write_text('\n'.join(table) + '\n')
-    (base / 'report.json').write_text(json.dumps(
-        {**context, 'roads': roads, 'outcomes': [dataclasses.asdict(o) for o in outcomes]},
-        indent=1) + '\n')
-    report_junit(outcomes).write(base / 'junit.xml', encoding='utf-8', xml_declaration=True)
-    for r, row in roads.items():
-        print(f'cpuhp-kunit: road {r}: {row["killed"]} killed, {row["survived"]} survived, '
-              f'{row["not-covered"]} not covered, {row["invalid"]} invalid, '
-              f'{row["other"]} other')
-    counts = {k: sum(o.verdict == k for o in outcomes)
-              for k in ('killed', 'survived', 'not-covered', 'invalid', 'not-applicable', 'error')}
-    uncovered = [o.mutant for o in outcomes if o.verdict == 'not-covered']
-    print(f'cpuhp-kunit: mutants: {counts["killed"]}/{len(outcomes)} killed, '
-          f'{counts["survived"]} survived, {counts["not-covered"]} not covered'
-          + (f' ({", ".join(uncovered)})' if uncovered else '')
-          + f', {counts["invalid"]} invalid (do not build), '
-          f'{counts["not-applicable"]} not applicable, {counts["error"]} run errors; '
-          f'table in {base / "report.md"}')
-    return 0 if counts['killed'] == len(outcomes) else 1
 
 
 if __name__ == '__main__':

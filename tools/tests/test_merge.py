@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, List, Sequence
 from unittest import mock
 
-from cpuhpk import merge, mutate, outputs, serieschecks
+from cpuhpk import merge, mutate, mutreport, outputs, serieschecks
 from cpuhpk.paths import REPO
 from tests.recorded import expectations as recorded_expectations
 
@@ -53,9 +53,9 @@ class MergeTest(unittest.TestCase):
     def mutate_dir(self, name: str, shard: str, total: int, verdicts: Sequence[str],
                    set_: str = '') -> Path:
         d = self.tmp / name
-        outcomes = [mutate.Outcome(f'{name}-{i}', v, 'x', 1.0, 'promise')
+        outcomes = [mutreport.Outcome(f'{name}-{i}', v, 'x', 1.0, 'promise')
                     for i, v in enumerate(verdicts)]
-        mutate.report(outcomes, d, {'kver': '6.12', 'config': 'default', 'strict': '0',
+        mutreport.report(outcomes, d, {'kver': '6.12', 'config': 'default', 'strict': '0',
                                     'shard': shard, 'total': total, 'set': set_})
         return d
 

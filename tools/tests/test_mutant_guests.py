@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Sequence
 from unittest import mock
 
-from cpuhpk import buildstamp, execute, gcov, mutant_guests, mutate, tree, verdict
+from cpuhpk import buildstamp, execute, gcov, mutant_guests, mutate, mutreport, tree, verdict
 from cpuhpk.mutant_guests import Hunk
 from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
@@ -286,7 +286,7 @@ class RunUntilKilledTest(unittest.TestCase):
             return 1 if problems else 0
         return run
 
-    def run_one(self, red: Dict[str, verdict.Problem], guests: Sequence[str]) -> mutate.Outcome:
+    def run_one(self, red: Dict[str, verdict.Problem], guests: Sequence[str]) -> mutreport.Outcome:
         o = mutate.run_one(self.patch, self.t, {g: RunSpec(topology=g) for g in guests},
                            self.tmp / 'out', self.runner(red))
         self.assertEqual((self.linux / 'kernel' / 'cpu.c').read_text().count('int l5;'), 1)
@@ -303,13 +303,13 @@ class RunUntilKilledTest(unittest.TestCase):
                          [('flat', 'survived'), ('smt', 'killed')])
         self.assertEqual(o.lines, 'kernel/cpu.c:5')
         self.assertTrue((self.tmp / 'out' / 'smt' / 'verdict.json').is_file())
-        self.assertEqual(mutate.note(o), 'on smt: cpuhp_sysfs.smt_control')
+        self.assertEqual(mutreport.note(o), 'on smt: cpuhp_sysfs.smt_control')
 
     def test_survived_on_every_guest(self) -> None:
         o = self.run_one({}, ['smt', 'nosmt'])
         self.assertEqual(self.ran, ['smt', 'nosmt'])
         self.assertEqual((o.verdict, o.road), ('survived', 'smt'))
-        self.assertEqual(mutate.note(o), 'green on smt, nosmt')
+        self.assertEqual(mutreport.note(o), 'green on smt, nosmt')
 
     def test_a_mutant_that_does_not_build_runs_nowhere_else(self) -> None:
         o = self.run_one({'flat': verdict.Problem('build', '', 'the kernel did not build')},
@@ -336,9 +336,10 @@ class EachGuestsBaselineTest(unittest.TestCase):
             self.assertEqual(g_spec.timeout, mutate.BASELINE_TIMEOUT)
             return {'baseline': 20.0, 'baseline-nosmt': 50.0}[out.name], ''
 
-        def run_one(patch: Path, t: Any, g: Dict[str, RunSpec], out: Path) -> mutate.Outcome:
+        def run_one(patch: Path, t: Any, g: Dict[str, RunSpec], out: Path,
+                    **_: Any) -> mutreport.Outcome:
             guests[patch.stem] = g
-            return mutate.Outcome(patch.stem, 'killed' if g else 'not-covered', 'x', 1.0, 'p',
+            return mutreport.Outcome(patch.stem, 'killed' if g else 'not-covered', 'x', 1.0, 'p',
                                   road=mutant_guests.road(list(g)))
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(execute, 'prepare_tree'), \
@@ -389,9 +390,10 @@ class FixedGuestsTest(unittest.TestCase):
             baselines.append(out.name)
             return 20.0, ''
 
-        def run_one(patch: Path, t: Any, g: Dict[str, RunSpec], out: Path) -> mutate.Outcome:
+        def run_one(patch: Path, t: Any, g: Dict[str, RunSpec], out: Path,
+                    **_: Any) -> mutreport.Outcome:
             guests[patch.stem] = list(g)
-            return mutate.Outcome(patch.stem, 'killed', 'x', 1.0, 'p',
+            return mutreport.Outcome(patch.stem, 'killed', 'x', 1.0, 'p',
                                   road=mutant_guests.road(list(g)))
         with tempfile.TemporaryDirectory() as tmp, \
                 mock.patch.object(execute, 'prepare_tree'), \
@@ -410,24 +412,24 @@ class FixedGuestsTest(unittest.TestCase):
 
 class ReportTest(unittest.TestCase):
     @staticmethod
-    def oc(name: str, v: str, road: str) -> mutate.Outcome:
-        runs = [] if v == 'not-covered' else [mutate.GuestRun(road, v, 'c.x', 2.0)]
-        return mutate.Outcome(name, v, 'c.x', 2.0, 'p', road=road, runs=runs)
+    def oc(name: str, v: str, road: str) -> mutreport.Outcome:
+        runs = [] if v == 'not-covered' else [mutreport.GuestRun(road, v, 'c.x', 2.0)]
+        return mutreport.Outcome(name, v, 'c.x', 2.0, 'p', road=road, runs=runs)
 
     def test_counts_per_road(self) -> None:
         outcomes = [self.oc('a', 'killed', 'smt'), self.oc('b', 'killed', 'flat'),
                     self.oc('c', 'survived', 'flat'), self.oc('d', 'not-covered', 'none'),
                     self.oc('e', 'invalid', 'hotplug'), self.oc('f', 'killed', 'flat'),
                     self.oc('g', 'error', 'smt')]
-        zero = dict.fromkeys(mutate.ROAD_COLUMNS, 0)
-        self.assertEqual(mutate.road_counts(outcomes), {
+        zero = dict.fromkeys(mutreport.ROAD_COLUMNS, 0)
+        self.assertEqual(mutreport.road_counts(outcomes), {
             'flat': {**zero, 'killed': 2, 'survived': 1},
             'smt': {**zero, 'killed': 1, 'other': 1},
             'hotplug': {**zero, 'invalid': 1},
             'none': {**zero, 'not-covered': 1}})
         with tempfile.TemporaryDirectory() as tmp, \
                 contextlib.redirect_stdout(io.StringIO()) as said:
-            rc = mutate.report(outcomes, Path(tmp), {'kver': '6.12'})
+            rc = mutreport.report(outcomes, Path(tmp), {'kver': '6.12'})
             md = (Path(tmp) / 'report.md').read_text()
             data = json.loads((Path(tmp) / 'report.json').read_text())
             xml = junitparser.JUnitXml.fromfile(str(Path(tmp) / 'junit.xml'))
@@ -446,8 +448,8 @@ class ReportTest(unittest.TestCase):
 
     def test_not_covered_alone_fails_make_mutate(self) -> None:
         with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
-            self.assertEqual(mutate.report([self.oc('a', 'killed', 'flat')], Path(tmp), {}), 0)
-            self.assertEqual(mutate.report([self.oc('a', 'killed', 'flat'),
+            self.assertEqual(mutreport.report([self.oc('a', 'killed', 'flat')], Path(tmp), {}), 0)
+            self.assertEqual(mutreport.report([self.oc('a', 'killed', 'flat'),
                                             self.oc('d', 'not-covered', 'none')], Path(tmp), {}),
                              1)
 

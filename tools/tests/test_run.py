@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional, Tuple
 from unittest import mock
 
-from cpuhpk import (arch, buildstamp, execute, kunitcmd, kunitjson, mutate, outputs, proc, run,
-                    runspec, say, tree, verdict)
+from cpuhpk import (arch, buildstamp, execute, kunitcmd, kunitjson, mutate, mutreport, outputs,
+                    proc, run, runspec, say, tree, verdict)
 from cpuhpk.paths import REPO
 from cpuhpk.runspec import RunSpec
 from tests.recorded import expectations as recorded_expectations
@@ -678,11 +678,11 @@ class EarlyFailureTest(unittest.TestCase):
 
 
 class MutantTest(unittest.TestCase):
-    def outcome(self, problems: List[verdict.Problem], rc: int = 1) -> mutate.Outcome:
+    def outcome(self, problems: List[verdict.Problem], rc: int = 1) -> mutreport.Outcome:
         with tempfile.TemporaryDirectory() as tmp:
             v = verdict.Verdict(problems=problems)
             verdict.write_json(Path(tmp) / 'verdict.json', v, {})
-            return mutate.classify('m', Path(tmp), rc, 1.0, 'a promise')
+            return mutreport.classify('m', Path(tmp), rc, 1.0, 'a promise')
 
     def test_build_failure_is_invalid_not_killed(self) -> None:
         o = self.outcome([verdict.Problem('build', '', "the kernel did not build: error: 'x'",
@@ -698,6 +698,30 @@ class MutantTest(unittest.TestCase):
         self.assertEqual((o.verdict, o.by), ('killed', 'timeout, s.a, s.b (kernel log), '
                                                         'kernel log'))
 
+    def unmet_outcome(self, unmet: List[str], baseline_unmet: List[str]) -> mutreport.Outcome:
+        with tempfile.TemporaryDirectory() as tmp:
+            v = verdict.Verdict(not_seen=[verdict.Problem('known-not-seen', n, 'did not occur')
+                                          for n in unmet])
+            verdict.write_json(Path(tmp) / 'verdict.json', v, {})
+            base = Path(tmp) / 'baseline'
+            base.mkdir()
+            verdict.write_json(base / 'verdict.json', verdict.Verdict(not_seen=[
+                verdict.Problem('known-not-seen', n, 'did not occur') for n in baseline_unmet]),
+                {})
+            return mutreport.classify('m', Path(tmp), 0, 1.0, 'a promise',
+                                      mutreport.unmet_known(base))
+
+    def test_a_known_failure_gone_kills(self) -> None:
+        # The mutant's run is green, but a known failure the unmutated
+        # kernel shows did not occur: the mutant changed what the case saw.
+        o = self.unmet_outcome(['s.a', 's.b'], ['s.b'])
+        self.assertEqual((o.verdict, o.by), ('killed', 's.a (known failure did not occur)'))
+        # One the unmutated run did not meet either kills nothing.
+        self.assertEqual(self.unmet_outcome(['s.b'], ['s.b']).verdict, 'survived')
+        self.assertEqual(self.unmet_outcome([], []).verdict, 'survived')
+        # No unmutated run on record: every unmet known failure counts.
+        self.assertEqual(mutreport.unmet_known(Path('/nonexistent')), frozenset())
+
     def test_survived_and_run_errors(self) -> None:
         self.assertEqual(self.outcome([], rc=0).verdict, 'survived')
         self.assertEqual(self.outcome([verdict.Problem('prepare', '', 'x')]).verdict, 'error')
@@ -708,23 +732,23 @@ class MutantTest(unittest.TestCase):
             shutil.copy(DATA / 'param_fail_mutant_console.log', out / 'console.log')
             exp = recorded_expectations('', {'smp': '4'})
             outputs.judge(out, out / 'console.log', exp, 1, None, 60, '')
-            o = mutate.classify('m', out, 1, 1.0, '')
+            o = mutreport.classify('m', out, 1, 1.0, '')
             xml = junitparser.JUnitXml.fromfile(str(out / 'junit.xml'))
             red = sorted(f'{c.classname}.{c.name}' for s in xml for c in s if c.result
                          and type(c.result[0]).__name__ != 'Skipped')
             v, _ = verdict.read_json(out / 'verdict.json')
-            names = mutate.killers(v)
+            names = mutreport.killers(v)
             self.assertEqual(red, sorted(names))
             self.assertEqual(len(red), 19)
             self.assertEqual(o.by, ', '.join(names[:4]) + ' (+15)')
 
     def test_report_exit_status(self) -> None:
-        def oc(v: str) -> mutate.Outcome:
-            return mutate.Outcome('m-' + v, v, '', 1.0, 'p')
+        def oc(v: str) -> mutreport.Outcome:
+            return mutreport.Outcome('m-' + v, v, '', 1.0, 'p')
         with tempfile.TemporaryDirectory() as tmp, mock.patch('sys.stdout'):
-            self.assertEqual(mutate.report([oc('killed')], Path(tmp), {}), 0)
+            self.assertEqual(mutreport.report([oc('killed')], Path(tmp), {}), 0)
             for bad in ('survived', 'invalid', 'not-applicable', 'error'):
-                self.assertEqual(mutate.report([oc('killed'), oc(bad)], Path(tmp), {}), 1, bad)
+                self.assertEqual(mutreport.report([oc('killed'), oc(bad)], Path(tmp), {}), 1, bad)
                 self.assertEqual(junit_bad(Path(tmp) / 'junit.xml'), 1)
 
     def test_mutant_that_does_not_apply(self) -> None:
