@@ -1264,11 +1264,26 @@ static void cpuhp_rollback_smt_on(void *unused)
 	unlock_device_hotplug();
 }
 
+/* Did a callback of the case's states run for @cpu in direction @dir? */
+static bool cpuhp_rollback_logged_on(struct cpuhp_rollback *rb, unsigned int cpu,
+				     enum cpuhp_rec_dir dir)
+{
+	struct cpuhp_rec_log *got = cpuhp_rec_read(rb->rec);
+	unsigned int i;
+
+	for (i = 0; i < got->len; i++)
+		if (got->calls[i].cpu == cpu && got->calls[i].dir == dir)
+			return true;
+	return false;
+}
+
 /*
  * While CPU hotplug is disabled cpu_up() refuses with -EBUSY before it asks
  * whether the CPU may boot: a secondary thread that SMT control took down
  * (smt/control's "off": cpu_up() refuses it with -EPERM) gets -EBUSY too,
- * and -EPERM again once hotplug is enabled.
+ * and -EPERM again once hotplug is enabled. SMT control's "off" and "on"
+ * are ordinary hotplug: the thread's callbacks ran, and none of them saw
+ * cpuhp_tasks_frozen.
  */
 static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
 {
@@ -1298,6 +1313,11 @@ static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
 
 	kunit_release_action(test, cpuhp_rollback_smt_on, NULL);
 	KUNIT_EXPECT_TRUE_MSG(test, cpu_online(thread), "CPU %u", thread);
+	KUNIT_EXPECT_TRUE_MSG(test, cpuhp_rollback_logged_on(rb, thread, CPUHP_REC_TEARDOWN),
+			      "CPU %u", thread);
+	KUNIT_EXPECT_TRUE_MSG(test, cpuhp_rollback_logged_on(rb, thread, CPUHP_REC_STARTUP),
+			      "CPU %u", thread);
+	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
 }
 #else
 static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
@@ -1456,6 +1476,30 @@ static void cpuhp_rollback_unbalanced_enable(struct kunit *test)
 	kunit_release_action(test, cpuhp_rollback_enable, NULL);
 	cpuhp_rollback_offline(test, rb);
 	cpuhp_rollback_expect_up(test, rb);
+}
+
+/*
+ * Every online CPU has run at least once: cpus_booted_once_mask holds the
+ * boot CPU (boot_cpu_hotplug_init()) and each CPU that came up since
+ * (notify_cpu_starting()), and a CPU leaves it never, N across a down and
+ * an up too. cpu_bootable() asks it before it lets a nosmt boot keep a
+ * thread offline; x86 uses IPI shorthands only once every present CPU is
+ * in it (apic_smt_update()).
+ */
+static void cpuhp_rollback_online_booted_once(struct kunit *test)
+{
+	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
+	unsigned int cpu;
+
+	for_each_online_cpu(cpu)
+		KUNIT_EXPECT_TRUE_MSG(test, cpumask_test_cpu(cpu, &cpus_booted_once_mask),
+				      "CPU %u online, not in cpus_booted_once_mask", cpu);
+	cpuhp_rollback_offline(test, rb);
+	KUNIT_EXPECT_TRUE_MSG(test, cpumask_test_cpu(rb->cpu, &cpus_booted_once_mask),
+			      "CPU %u offline", rb->cpu);
+	cpuhp_rollback_expect_up(test, rb);
+	KUNIT_EXPECT_TRUE_MSG(test, cpumask_test_cpu(rb->cpu, &cpus_booted_once_mask),
+			      "CPU %u up again", rb->cpu);
 }
 
 #ifdef CPUHP_KUNIT_PART_freeze
@@ -1761,6 +1805,7 @@ static struct kunit_case cpuhp_rollback_cases[] = {
 #endif
 #ifdef CPUHP_KUNIT_HARNESS
 	KUNIT_CASE(cpuhp_rollback_unbalanced_enable),
+	KUNIT_CASE(cpuhp_rollback_online_booted_once),
 #endif
 	KUNIT_CASE_SLOW(cpuhp_rollback_cycles),
 	{}

@@ -11,7 +11,7 @@
 # Arguments, if any, are the cases to run (the harness's FILTER).
 
 SUITE=cpuhp_sysfs
-CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays boot_cpu_goes_and_comes_back hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_first_thread_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_forceoff nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses nosmt_forceoff_after_off hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away maxcpus_first_bringup_fail_rolls_back maxcpus_smt_on_skips_absent_slots"
+CASES="states_lists_the_table target_down_and_up online_file_follows_target fail_rolls_back_online bad_target_input bad_fail_input boot_cpu_stays boot_cpu_goes_and_comes_back hibernate_cpus_come_back hibernate_fail_aborts hibernate_offline_cpu_stays suspend_cpus_come_back suspend_fail_aborts suspend_offline_cpu_stays smt_control_off_on smt_control_numeric smt_control_fail_keeps_state smt_control_first_thread_fail_keeps_state smt_control_forceoff_fail_keeps_state smt_control_on_fail_retries smt_control_on_again_changes_nothing smt_control_forceoff control_without_smt_refuses nosmt_boot_threads_offline nosmt_control_on_off nosmt_force_refuses nosmt_forceoff_after_off hotadd_first_bringup hotadd_fail_rolls_back hotremove_takes_cpu_away maxcpus_first_bringup_fail_rolls_back maxcpus_smt_on_skips_absent_slots"
 [ $# -gt 0 ] && CASES="$*"
 
 SYS=/sys/devices/system/cpu
@@ -341,8 +341,8 @@ smt_takes_counts() {
 }
 
 # The numeric control: "1" takes the secondary threads offline like "off",
-# "2" (two threads per core) brings them back like "on", "3" (and any
-# word but on, off and forceoff) is refused and changes nothing; before
+# "2" (two threads per core) brings them back like "on", "3", "0", "-1"
+# (and any word but on, off and forceoff) are refused and change nothing; before
 # v6.6 every number is refused.
 smt_control_numeric() {
 	sec=$(secondary_threads) cpus=$(online_cpus)
@@ -354,8 +354,10 @@ smt_control_numeric() {
 		return
 	fi
 	write "$SMT/control" 3 "Invalid argument" &&
+	write "$SMT/control" 0 "Invalid argument" &&
+	write "$SMT/control" -1 "Invalid argument" &&
 	write "$SMT/control" half "Invalid argument" &&
-	expect "smt/control after 3" "$(cat "$SMT/control")" on &&
+	expect "smt/control after 3, 0 and -1" "$(cat "$SMT/control")" on &&
 	all_online "$cpus" || return 1
 	write "$SMT/control" 1 || return 1
 	ok=0
@@ -410,6 +412,21 @@ smt_control_forceoff_fail_keeps_state() {
 	smt_fail_keeps_state forceoff last
 }
 
+# Writing what the control already reads changes nothing: a secondary
+# thread taken offline through its own online file stays offline when "on"
+# is written to a control reading on (__store_smt_control() walks the
+# threads only when the count of threads per core grows or shrinks).
+smt_control_on_again_changes_nothing() {
+	cpus=$(online_cpus) t=
+	for k in $(secondary_threads); do [ -z "$t" ] && t=$k; done
+	write "$SYS/cpu$t/online" 0 &&
+	write "$SMT/control" on &&
+	expect "smt/control" "$(cat "$SMT/control")" on &&
+	expect "cpu$t online after on written to on" "$(cat "$SYS/cpu$t/online")" 0 &&
+	expect "cpu$t in the online mask" "$(in_online_mask "$t")" 0 || return 1
+	write "$SYS/cpu$t/online" 1 && all_online "$cpus"
+}
+
 # "forceoff" takes the secondary threads down as "off" does, and for good:
 # the control reads forceoff and refuses every write (EPERM), and a thread
 # cannot be brought up through its online file. One-way until reboot, so
@@ -429,6 +446,19 @@ smt_control_forceoff() {
 	write "$SMT/control" off "Operation not permitted" &&
 	write "$SMT/control" forceoff "Operation not permitted" &&
 	expect "smt/control after on, off and forceoff" "$(cat "$SMT/control")" forceoff
+}
+
+# Where there are no threads to switch (one thread per core: the control
+# reads notsupported; no CONFIG_HOTPLUG_SMT: notimplemented) every write
+# of a state is refused with ENODEV and the control reads as before. The
+# forceoff goes last: a control that took it would be forceoff for good.
+control_without_smt_refuses() {
+	was=$(cat "$SMT/control") cpus=$(online_cpus)
+	write "$SMT/control" on "No such device" &&
+	write "$SMT/control" off "No such device" &&
+	write "$SMT/control" forceoff "No such device" &&
+	expect "smt/control after on, off and forceoff" "$(cat "$SMT/control")" "$was" &&
+	all_online "$cpus"
 }
 
 # SMT disabled on the kernel command line (make run TOPOLOGY=nosmt and
@@ -840,6 +870,14 @@ for c in $CASES; do
 			echo "    ok $n $c # SKIP needs SMT siblings (make run TOPOLOGY=smt)"
 			continue
 		fi
+		;;
+	control_without_smt_*)
+		case $(cat "$SMT/control" 2>/dev/null) in notsupported | notimplemented) ;; *)
+			n=$((n + 1))
+			echo "    ok $n $c # SKIP needs a machine without SMT threads (smt/control notsupported)"
+			continue
+			;;
+		esac
 		;;
 	nosmt_*)
 		why=

@@ -103,6 +103,12 @@ ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['maxcpus_first_bringup_fail_rolls_back
                                          'maxcpus_smt_on_skips_absent_slots']
 ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['smt_control_first_thread_fail_keeps_state',
                                          'nosmt_forceoff_after_off']
+# 2026-12-08: SMT control writes that change nothing or are refused
+# (again on, no SMT at all), the callbacks SMT control runs, every
+# online CPU booted once.
+ADDED_HOTPLUG_DISABLED['cpuhp_rollback'] += ['cpuhp_rollback_online_booted_once']
+ADDED_HOTPLUG_DISABLED['cpuhp_sysfs'] += ['smt_control_on_again_changes_nothing',
+                                         'control_without_smt_refuses']
 ADDED_SINCE_RUN_DEFAULT: Dict[str, List[str]] = {
     s: ADDED_HISTORY_PATH.get(s, []) + ADDED_HOTPLUG_DISABLED.get(s, [])
     for s in {**ADDED_HISTORY_PATH, **ADDED_HOTPLUG_DISABLED}}
