@@ -5,7 +5,9 @@ and also when a known failure that the unmutated kernel shows on the same
 guest did not occur: the mutant changed what a case sees, and the known
 failure's entry says so by going unmet (judging.py's known-not-seen). A
 known failure the unmutated run did not show either, or one marked a race,
-kills nothing.
+kills nothing; a kill that rests on such entries alone holds only when a
+second run of the same guest shows it again (make mutate reruns it): a
+single run that missed a known failure is a sample, not a verdict.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class Outcome:
     road: str = ''      # the guest that first reaches it (mutant_guests.NO_ROAD: none)
     lines: str = ''     # its changed lines, 'kernel/cpu.c:850'
     runs: List[GuestRun] = dataclasses.field(default_factory=list)   # in order
+    # killed by known failures that did not occur, and by nothing else
+    unmet_only: bool = False
 
     @property
     def guest(self) -> str:
@@ -65,19 +69,23 @@ def killers(v: verdict.Verdict) -> List[str]:
 
 
 def gone(v: verdict.Verdict, unmet: FrozenSet[str] = frozenset()) -> List[str]:
-    """The cases of @v whose known failure did not occur, but for @unmet:
-    those the unmutated run on the same guest did not meet either."""
-    names = [p.name for p in v.not_seen if p.name not in unmet]
+    """The known failures of @v that did not occur, by their cases, but for
+    @unmet: the entries the unmutated run on the same guest did not meet
+    either. An entry is its cases' glob with where and what it names
+    (str() of judging.py's known-not-seen problem): two entries of one
+    case count apart."""
+    names = [p.name for p in v.not_seen if str(p) not in unmet]
     return [f'{n} (known failure did not occur)' for n in dict.fromkeys(names)]
 
 
 def unmet_known(out: Path) -> FrozenSet[str]:
-    """The cases whose known failure the run in @out did not meet (an
-    unmutated run's: what gone() leaves out)."""
+    """The known failures the run in @out did not meet (an unmutated run's:
+    what gone() leaves out). Its verdict.json must be there: without it
+    every unmet entry of a mutant's run would kill."""
     path = out / 'verdict.json'
     if not path.is_file():
-        return frozenset()
-    return frozenset(p.name for p in verdict.read_json(path)[0].not_seen)
+        raise FileNotFoundError(f'{path}: the unmutated run wrote no verdict')
+    return frozenset(str(p) for p in verdict.read_json(path)[0].not_seen)
 
 
 def classify(name: str, out: Path, rc: int, seconds: float, text: str,
@@ -93,7 +101,7 @@ def classify(name: str, out: Path, rc: int, seconds: float, text: str,
         if not vanished:
             return Outcome(name, 'survived', '', seconds, text)
         by = ', '.join(vanished[:4]) + (f' (+{len(vanished) - 4})' if len(vanished) > 4 else '')
-        return Outcome(name, 'killed', by, seconds, text)
+        return Outcome(name, 'killed', by, seconds, text, unmet_only=True)
     build = [p for p in v.problems if p.category == 'build']
     if build:
         return Outcome(name, 'invalid', build[0].message, seconds, text, build[0].detail)

@@ -8,10 +8,11 @@ import contextlib
 import importlib
 import io
 import json
+import shutil
 import tempfile
 import unittest
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, FrozenSet, List, Sequence
 from unittest import mock
 
 from cpuhpk import buildstamp, execute, gcov, mutant_guests, mutate, mutreport, tree, verdict
@@ -305,6 +306,37 @@ class RunUntilKilledTest(unittest.TestCase):
         self.assertTrue((self.tmp / 'out' / 'smt' / 'verdict.json').is_file())
         self.assertEqual(mutreport.note(o), 'on smt: cpuhp_sysfs.smt_control')
 
+    def test_a_known_failure_gone_once_is_run_again(self) -> None:
+        gone = verdict.Problem('known-not-seen', 'cpuhp_sysfs.smt_*', 'did not occur (x: y)')
+        results: List[List[verdict.Problem]] = []
+
+        def run(spec: RunSpec, env: Dict[str, str]) -> int:
+            self.ran.append(spec.topology)
+            assert spec.out is not None
+            spec.out.mkdir(parents=True)
+            verdict.write_json(spec.out / 'verdict.json',
+                               verdict.Verdict(not_seen=results.pop(0)), {})
+            return 0
+
+        def outcome(first: List[verdict.Problem], second: List[verdict.Problem],
+                    baseline_unmet: FrozenSet[str] = frozenset()) -> mutreport.Outcome:
+            self.ran.clear()
+            results[:] = [first, second]
+            shutil.rmtree(self.tmp / 'out', ignore_errors=True)
+            return mutate.run_one(self.patch, self.t, {'smt': RunSpec(topology='smt')},
+                                  self.tmp / 'out', run, unmet={'smt': baseline_unmet})
+
+        # Gone twice: killed, on the second run's word.
+        o = outcome([gone], [gone])
+        self.assertEqual((self.ran, o.verdict, o.by), (
+            ['smt', 'smt'], 'killed', 'cpuhp_sysfs.smt_* (known failure did not occur)'))
+        self.assertTrue((self.tmp / 'out' / 'smt-again' / 'verdict.json').is_file())
+        # Gone once, met on the second run: a sample, not a kill.
+        self.assertEqual(outcome([gone], []).verdict, 'survived')
+        # Unmet by the unmutated run too: no kill, no second run.
+        o = outcome([gone], [], frozenset({str(gone)}))
+        self.assertEqual((self.ran, o.verdict), (['smt'], 'survived'))
+
     def test_survived_on_every_guest(self) -> None:
         o = self.run_one({}, ['smt', 'nosmt'])
         self.assertEqual(self.ran, ['smt', 'nosmt'])
@@ -333,6 +365,8 @@ class EachGuestsBaselineTest(unittest.TestCase):
 
         def baseline(g_spec: RunSpec, out: Path) -> Any:
             baselines.append(out.name)
+            out.mkdir(parents=True, exist_ok=True)
+            verdict.write_json(out / 'verdict.json', verdict.Verdict(), {})
             self.assertEqual(g_spec.timeout, mutate.BASELINE_TIMEOUT)
             return {'baseline': 20.0, 'baseline-nosmt': 50.0}[out.name], ''
 
@@ -388,6 +422,8 @@ class FixedGuestsTest(unittest.TestCase):
 
         def baseline(g_spec: RunSpec, out: Path) -> Any:
             baselines.append(out.name)
+            out.mkdir(parents=True, exist_ok=True)
+            verdict.write_json(out / 'verdict.json', verdict.Verdict(), {})
             return 20.0, ''
 
         def run_one(patch: Path, t: Any, g: Dict[str, RunSpec], out: Path,

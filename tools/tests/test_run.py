@@ -711,6 +711,20 @@ class MutantTest(unittest.TestCase):
             return mutreport.classify('m', Path(tmp), 0, 1.0, 'a promise',
                                       mutreport.unmet_known(base))
 
+    def unmet_outcome_entries(self, unmet: List[str], baseline: List[str]) -> mutreport.Outcome:
+        """As unmet_outcome(), each entry 'case|message'."""
+        def problems(entries: List[str]) -> List[verdict.Problem]:
+            return [verdict.Problem('known-not-seen', *e.split('|')) for e in entries]
+        with tempfile.TemporaryDirectory() as tmp:
+            verdict.write_json(Path(tmp) / 'verdict.json',
+                               verdict.Verdict(not_seen=problems(unmet)), {})
+            base = Path(tmp) / 'baseline'
+            base.mkdir()
+            verdict.write_json(base / 'verdict.json', verdict.Verdict(not_seen=problems(baseline)),
+                               {})
+            return mutreport.classify('m', Path(tmp), 0, 1.0, 'a promise',
+                                      mutreport.unmet_known(base))
+
     def test_a_known_failure_gone_kills(self) -> None:
         # The mutant's run is green, but a known failure the unmutated
         # kernel shows did not occur: the mutant changed what the case saw.
@@ -719,8 +733,12 @@ class MutantTest(unittest.TestCase):
         # One the unmutated run did not meet either kills nothing.
         self.assertEqual(self.unmet_outcome(['s.b'], ['s.b']).verdict, 'survived')
         self.assertEqual(self.unmet_outcome([], []).verdict, 'survived')
-        # No unmutated run on record: every unmet known failure counts.
-        self.assertEqual(mutreport.unmet_known(Path('/nonexistent')), frozenset())
+        # No unmutated run on record: an error, not every unmet entry a kill.
+        with self.assertRaises(FileNotFoundError):
+            mutreport.unmet_known(Path('/nonexistent'))
+        # Two entries of one case count apart: the other one gone still kills.
+        o = self.unmet_outcome_entries(['s.a|x: one', 's.a|x: two'], ['s.a|x: one'])
+        self.assertEqual((o.verdict, o.by), ('killed', 's.a (known failure did not occur)'))
 
     def test_survived_and_run_errors(self) -> None:
         self.assertEqual(self.outcome([], rc=0).verdict, 'survived')
