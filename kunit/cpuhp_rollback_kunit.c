@@ -1264,16 +1264,16 @@ static void cpuhp_rollback_smt_on(void *unused)
 	unlock_device_hotplug();
 }
 
-/* Did a callback of the case's states run for @cpu in direction @dir? */
-static bool cpuhp_rollback_logged_on(struct cpuhp_rollback *rb, unsigned int cpu,
+/* Does @got hold a callback of the case's states for @cpu in direction @dir? */
+static bool cpuhp_rollback_logged_on(const struct cpuhp_rec_log *got, unsigned int cpu,
 				     enum cpuhp_rec_dir dir)
 {
-	struct cpuhp_rec_log *got = cpuhp_rec_read(rb->rec);
 	unsigned int i;
 
-	for (i = 0; i < got->len; i++)
+	for (i = 0; i < got->len; i++) {
 		if (got->calls[i].cpu == cpu && got->calls[i].dir == dir)
 			return true;
+	}
 	return false;
 }
 
@@ -1289,6 +1289,7 @@ static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
 {
 	struct cpuhp_rollback *rb = cpuhp_rollback_start(test);
 	unsigned int cpu, thread = nr_cpu_ids;
+	struct cpuhp_rec_log *got;
 	int ret;
 
 	for_each_cpu(cpu, rb->rec->online) {
@@ -1313,9 +1314,10 @@ static void cpuhp_rollback_disabled_smt_off(struct kunit *test)
 
 	kunit_release_action(test, cpuhp_rollback_smt_on, NULL);
 	KUNIT_EXPECT_TRUE_MSG(test, cpu_online(thread), "CPU %u", thread);
-	KUNIT_EXPECT_TRUE_MSG(test, cpuhp_rollback_logged_on(rb, thread, CPUHP_REC_TEARDOWN),
+	got = cpuhp_rec_read(rb->rec);
+	KUNIT_EXPECT_TRUE_MSG(test, cpuhp_rollback_logged_on(got, thread, CPUHP_REC_TEARDOWN),
 			      "CPU %u", thread);
-	KUNIT_EXPECT_TRUE_MSG(test, cpuhp_rollback_logged_on(rb, thread, CPUHP_REC_STARTUP),
+	KUNIT_EXPECT_TRUE_MSG(test, cpuhp_rollback_logged_on(got, thread, CPUHP_REC_STARTUP),
 			      "CPU %u", thread);
 	cpuhp_rollback_expect_calls(test, rb, CPUHP_ROLLBACK_HOTPLUG);
 }
@@ -1482,9 +1484,10 @@ static void cpuhp_rollback_unbalanced_enable(struct kunit *test)
  * Every online CPU has run at least once: cpus_booted_once_mask holds the
  * boot CPU (boot_cpu_hotplug_init()) and each CPU that came up since
  * (notify_cpu_starting()), and a CPU leaves it never, N across a down and
- * an up too. cpu_bootable() asks it before it lets a nosmt boot keep a
- * thread offline; x86 uses IPI shorthands only once every present CPU is
- * in it (apic_smt_update()).
+ * an up too. With SMT not on, cpu_bootable() lets a secondary thread up
+ * only while it is not in the mask yet (x86: each thread must run once to
+ * set CR4.MCE); x86 uses IPI shorthands only once every present CPU is in
+ * it (apic_smt_update()).
  */
 static void cpuhp_rollback_online_booted_once(struct kunit *test)
 {
