@@ -1310,6 +1310,8 @@ static void crosststamp_history_clock_set(struct kunit *test)
 #define CROSSTSTAMP_FREQ_PPM		400
 /* Ticks the new tick length takes to reach the realtime mult: one update, and margin. */
 #define CROSSTSTAMP_FREQ_TICKS		3
+/* Measurements a case whose timing the guest can spoil takes at most. */
+#define CROSSTSTAMP_TRIES		5
 
 #if IS_BUILTIN(CONFIG_TIMEKEEPING_CROSSTSTAMP_KUNIT_TEST)
 /* NTP's frequency offset, in ppm scaled by 2^16 as adjtimex's freq. */
@@ -1427,24 +1429,32 @@ static void crosststamp_history_rate_interpolated(struct kunit *test)
 	struct system_time_snapshot history, then, set;
 	struct crosststamp_dev dev = { .snapshot = true };
 	struct system_device_crosststamp xt;
+	unsigned int tries = 0;
 	s64 offset, most;
 	u64 d;
 
 	crosststamp_use_test_cs(test, crosststamp_other_id(CSID_GENERIC, CSID_GENERIC), 0, NULL);
-	crosststamp_set_freq(test, 0);
-
-	ktime_get_snapshot(&history);
-	crosststamp_sleep_ticks(apart);
-	ktime_get_snapshot(&then);
-	crosststamp_sleep_ticks(raw_after);
-	ktime_get_snapshot(&set);
-	crosststamp_set_freq(test, CROSSTSTAMP_FREQ_PPM);
-	d = crosststamp_get_then(test, &dev, &history, &then, &xt, NULL);
-	offset = ktime_to_ns(ktime_sub(xt.sys_realtime, history.real)) - (s64)d;
-	most = div64_u64(crosststamp_freq_offset(d) * (dev.now.cycles - set.cycles),
-			 set.cycles - history.cycles) + crosststamp_freq_tolerance(d);
+	/*
+	 * A guest held up between setting the rate and the call (a loaded
+	 * host) stretches the last stretch past what tells the branches
+	 * apart: measure again then, a few times at most.
+	 */
+	do {
+		crosststamp_set_freq(test, 0);
+		ktime_get_snapshot(&history);
+		crosststamp_sleep_ticks(apart);
+		ktime_get_snapshot(&then);
+		crosststamp_sleep_ticks(raw_after);
+		ktime_get_snapshot(&set);
+		crosststamp_set_freq(test, CROSSTSTAMP_FREQ_PPM);
+		d = crosststamp_get_then(test, &dev, &history, &then, &xt, NULL);
+		most = div64_u64(crosststamp_freq_offset(d) * (dev.now.cycles - set.cycles),
+				 set.cycles - history.cycles) + crosststamp_freq_tolerance(d);
+	} while (most >= (s64)crosststamp_freq_offset(d) / 2 && ++tries < CROSSTSTAMP_TRIES);
 	KUNIT_ASSERT_LT_MSG(test, most, (s64)crosststamp_freq_offset(d) / 2,
-			    "the offset ran for too much of the span to tell the branches apart");
+			    "the offset ran for too much of the span to tell the branches apart, %d tries",
+			    CROSSTSTAMP_TRIES);
+	offset = ktime_to_ns(ktime_sub(xt.sys_realtime, history.real)) - (s64)d;
 	KUNIT_EXPECT_GE_MSG(test, offset, -crosststamp_freq_tolerance(d),
 			    "realtime %lld ns off the raw %llu ns", offset, d);
 	KUNIT_EXPECT_LE_MSG(test, offset, most,
